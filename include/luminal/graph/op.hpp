@@ -1,0 +1,74 @@
+#pragma once
+// The HLIR primitives every model reduces to. A node is a pure function of its
+// inputs, each read through an explicit view, producing a contiguous tensor.
+//
+// Semantics (the reference runtime implements exactly these):
+//  Log2 Exp2 Sin Sqrt Recip  float -> same float dtype
+//  Add Mul                   same dtype in and out (bool: or / and)
+//  Mod                       floor modulo, result has the divisor's sign (torch.remainder)
+//  LessThan                  same dtype in, Bool out
+//  SumReduce MaxReduce       over one axis of the input view; output drops that axis
+//                            (empty max is -inf, or the type's minimum for integers)
+//  Iota                      out[i] = expr(i) with Expression::index() = i (integer dtype)
+//  Gather                    inputs (data, indexes): out[i] = data[indexes[i]], data read as
+//                            a flat logical tensor; output has the shape of indexes
+//  Scatter                   inputs (dest, indexes, src): out = dest, then for i in order
+//                            out[indexes[i]] = src[i]; repeated indexes: the last write wins
+//  Cast                      to the node dtype (float -> int truncates toward zero)
+//  Input Constant Output     a bound buffer, a scalar, a graph result
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "luminal/shape/expression.hpp"
+
+namespace luminal {
+
+enum class OpKind : std::uint8_t {
+    Input, Constant, Output,
+    Log2, Exp2, Sin, Sqrt, Recip,
+    Add, Mul, Mod, LessThan,
+    SumReduce, MaxReduce,
+    Iota, Gather, Scatter, Cast,
+};
+
+constexpr std::string_view name_of(OpKind k) {
+    switch (k) {
+        case OpKind::Input: return "Input";
+        case OpKind::Constant: return "Constant";
+        case OpKind::Output: return "Output";
+        case OpKind::Log2: return "Log2";
+        case OpKind::Exp2: return "Exp2";
+        case OpKind::Sin: return "Sin";
+        case OpKind::Sqrt: return "Sqrt";
+        case OpKind::Recip: return "Recip";
+        case OpKind::Add: return "Add";
+        case OpKind::Mul: return "Mul";
+        case OpKind::Mod: return "Mod";
+        case OpKind::LessThan: return "LessThan";
+        case OpKind::SumReduce: return "SumReduce";
+        case OpKind::MaxReduce: return "MaxReduce";
+        case OpKind::Iota: return "Iota";
+        case OpKind::Gather: return "Gather";
+        case OpKind::Scatter: return "Scatter";
+        case OpKind::Cast: return "Cast";
+    }
+    return "?";
+}
+
+constexpr bool is_unary(OpKind k) { return k >= OpKind::Log2 && k <= OpKind::Recip; }
+constexpr bool is_binary(OpKind k) { return k >= OpKind::Add && k <= OpKind::LessThan; }
+constexpr bool is_reduce(OpKind k) { return k == OpKind::SumReduce || k == OpKind::MaxReduce; }
+
+// An op with its attributes; which fields matter depends on the kind.
+struct Op {
+    OpKind kind;
+    std::size_t axis = 0;        // SumReduce, MaxReduce
+    double value = 0;            // Constant
+    Expression iota;             // Iota
+    std::string label;           // Input (and optional names of Outputs)
+
+    friend bool operator==(const Op&, const Op&) = default;
+};
+
+}  // namespace luminal

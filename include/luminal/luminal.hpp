@@ -1,0 +1,16 @@
+#pragma once
+// The one header a user includes.
+#include "luminal/core/dtype.hpp"
+#include "luminal/core/error.hpp"
+#include "luminal/shape/expression.hpp"
+#include "luminal/shape/shape_tracker.hpp"
+#include "luminal/graph/graph.hpp"
+#include "luminal/graph/graph_tensor.hpp"
+#include "luminal/graph/ops_common.hpp"
+#include "luminal/graph/ops_elementwise.hpp"
+#include "luminal/graph/ops_movement.hpp"
+#include "luminal/graph/ops_reduce.hpp"
+#include "luminal/graph/ops_matmul.hpp"
+#include "luminal/graph/ops_indexing.hpp"
+#include "luminal/graph/graph_creation.hpp"
+#include "luminal/runtime/reference_runtime.hpp"
