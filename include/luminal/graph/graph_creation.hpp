@@ -13,7 +13,7 @@ inline GraphTensor Graph::tensor(const Shape& shape, DType dtype) {
 inline GraphTensor Graph::named_tensor(std::string name, const Shape& shape, DType dtype) {
     for (auto& d : shape)
         check(!d.uses_index(), "named_tensor", "shape of '{}' uses the element index: {}", name, to_string(shape));
-    return detail::source_node(*this, Op{.kind = OpKind::Input, .label = std::move(name)}, shape, dtype);
+    return detail::source_node(*this, Op::input(std::move(name)), shape, dtype);
 }
 
 inline GraphTensor Graph::constant(double value, DType dtype) { return detail::constant(*this, value, dtype); }
@@ -22,7 +22,7 @@ inline GraphTensor Graph::constant_float(double value) { return constant(value, 
 
 inline GraphTensor Graph::iota(Expression expr, const Shape& shape, DType dtype) {
     check(is_integer(dtype), "iota", "dtype must be an integer type, got {}", name_of(dtype));
-    return detail::source_node(*this, Op{.kind = OpKind::Iota, .iota = expr}, shape, dtype);
+    return detail::source_node(*this, Op::index_expression(expr), shape, dtype);
 }
 
 inline GraphTensor Graph::arange(Expression n, DType dtype) {

@@ -63,10 +63,32 @@ constexpr bool is_reduce(OpKind k) { return k == OpKind::SumReduce || k == OpKin
 // An op with its attributes; which fields matter depends on the kind.
 struct Op {
     OpKind kind;
-    std::size_t axis = 0;        // SumReduce, MaxReduce
-    double value = 0;            // Constant
-    Expression iota;             // Iota
-    std::string label;           // Input (and optional names of Outputs)
+    std::size_t axis = 0;  // SumReduce, MaxReduce
+    double value = 0;      // Constant
+    Expression iota;       // Iota
+    std::string label;     // Input
+
+    explicit Op(OpKind k) : kind(k) {}
+    static Op reduce(OpKind k, std::size_t axis) {
+        Op op(k);
+        op.axis = axis;
+        return op;
+    }
+    static Op constant(double value) {
+        Op op(OpKind::Constant);
+        op.value = value;
+        return op;
+    }
+    static Op index_expression(Expression e) {
+        Op op(OpKind::Iota);
+        op.iota = e;
+        return op;
+    }
+    static Op input(std::string label) {
+        Op op(OpKind::Input);
+        op.label = std::move(label);
+        return op;
+    }
 
     friend bool operator==(const Op&, const Op&) = default;
 };

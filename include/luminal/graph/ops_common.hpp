@@ -34,7 +34,7 @@ inline GraphTensor source_node(Graph& graph, Op op, Shape shape, DType dtype) {
 }
 
 inline GraphTensor constant(Graph& graph, double value, DType dtype) {
-    return source_node(graph, Op{.kind = OpKind::Constant, .value = value}, {}, dtype);
+    return source_node(graph, Op::constant(value), {}, dtype);
 }
 
 // A scalar tensor holding a symbolic integer (e.g. a dynamic size), as `dtype`.
@@ -91,11 +91,11 @@ inline std::pair<GraphTensor, GraphTensor> unify(const GraphTensor& a, const Gra
     return {broadcast_to(ops::cast(a, dtype), shape, where), broadcast_to(ops::cast(b, dtype), shape, where)};
 }
 
-inline GraphTensor unary(OpKind kind, const GraphTensor& x) { return make_node(Op{kind}, {x}, x.shape(), x.dtype()); }
+inline GraphTensor unary(OpKind kind, const GraphTensor& x) { return make_node(Op(kind), {x}, x.shape(), x.dtype()); }
 
 inline GraphTensor binary(OpKind kind, const GraphTensor& a, const GraphTensor& b, DType dtype, const char* where) {
     auto [x, y] = unify(a, b, dtype, where);
-    return make_node(Op{kind}, {x, y}, x.shape(), kind == OpKind::LessThan ? DType::Bool : dtype);
+    return make_node(Op(kind), {x, y}, x.shape(), kind == OpKind::LessThan ? DType::Bool : dtype);
 }
 
 inline GraphTensor binary(OpKind kind, const GraphTensor& a, const GraphTensor& b, const char* where) {

@@ -150,7 +150,7 @@ namespace ops {
 
 inline GraphTensor cast(const GraphTensor& x, DType dtype) {
     if (x.dtype() == dtype) return x;
-    return detail::make_node(Op{OpKind::Cast}, {x}, x.shape(), dtype);
+    return detail::make_node(Op(OpKind::Cast), {x}, x.shape(), dtype);
 }
 
 inline GraphTensor clamp(const GraphTensor& x, double lo, double hi) { return x.maximum(lo).minimum(hi); }
@@ -163,7 +163,7 @@ inline GraphTensor ones_like(const GraphTensor& x) {
 }
 
 inline GraphTensor output(const GraphTensor& x) {
-    GraphTensor out = detail::make_node(Op{OpKind::Output}, {x}, x.shape(), x.dtype());
+    GraphTensor out = detail::make_node(Op(OpKind::Output), {x}, x.shape(), x.dtype());
     out.graph().mark_output(out.id());
     return out;
 }

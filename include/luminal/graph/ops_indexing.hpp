@@ -48,7 +48,7 @@ namespace ops {
 inline GraphTensor gather(const GraphTensor& data, const GraphTensor& indexes) {
     detail::check_same_graph(data, indexes, "gather");
     detail::check_index_dtype(indexes, "gather");
-    return detail::make_node(Op{OpKind::Gather}, {data, indexes}, indexes.shape(), data.dtype());
+    return detail::make_node(Op(OpKind::Gather), {data, indexes}, indexes.shape(), data.dtype());
 }
 
 inline GraphTensor gather_elements(const GraphTensor& data, const GraphTensor& indexes, int axis) {
@@ -83,7 +83,7 @@ inline GraphTensor scatter(const GraphTensor& dest, const GraphTensor& indexes, 
     detail::check_same_graph(dest, src, "scatter");
     detail::check_index_dtype(indexes, "scatter");
     GraphTensor values = detail::broadcast_to(cast(src, dest.dtype()), indexes.shape(), "scatter");
-    return detail::make_node(Op{OpKind::Scatter}, {dest, indexes, values}, dest.shape(), dest.dtype());
+    return detail::make_node(Op(OpKind::Scatter), {dest, indexes, values}, dest.shape(), dest.dtype());
 }
 
 // torch.Tensor.scatter(axis, indexes, src): src may be larger than indexes

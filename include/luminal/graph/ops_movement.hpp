@@ -30,7 +30,7 @@ namespace ops {
 
 inline GraphTensor contiguous(const GraphTensor& x) {
     if (x.view().is_contiguous()) return x;
-    return detail::make_node(Op{OpKind::Cast}, {x}, x.shape(), x.dtype());
+    return detail::make_node(Op(OpKind::Cast), {x}, x.shape(), x.dtype());
 }
 
 inline GraphTensor reshape(const GraphTensor& x, Shape shape) {

@@ -15,7 +15,7 @@ inline GraphTensor reduce(OpKind kind, const GraphTensor& x, const Axes& axes, b
     for (auto it = sorted.rbegin(); it != sorted.rend(); ++it) {
         Shape shape = out.shape();
         shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(*it));
-        out = make_node(Op{.kind = kind, .axis = *it}, {out}, shape, out.dtype());
+        out = make_node(Op::reduce(kind, *it), {out}, shape, out.dtype());
     }
     if (keepdim)
         for (std::size_t a : sorted) out = ops::unsqueeze(out, static_cast<int>(a));

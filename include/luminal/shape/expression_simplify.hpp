@@ -353,7 +353,7 @@ inline void print(const ExprNode* e, bool top, std::string& out) {
         print(e->b, true, out);
         out += ')';
     };
-    bool nonnegative = e->a && e->a->lo >= 0 && e->b->lo > 0;
+    bool nonnegative = e->a && e->a->lo >= 0 && e->b->lo >= 0;
     switch (e->op) {
         case ExprOp::Num: out += std::to_string(e->value); break;
         case ExprOp::Var: out += e->var; break;

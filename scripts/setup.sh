@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages luminal needs. Idempotent: when everything is
+# already installed it only asks dpkg (well under a second) and never touches apt.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache git
+  libeigen3-dev       # CPU reference GEMM
+  libfmt-dev          # error message formatting
+  doctest-dev         # tests
+  libbenchmark-dev    # benchmarks
+  nlohmann-json3-dev  # JSON (configs, tokenizers) in later stages
+  libpcre2-dev        # Unicode regex for tokenizers in later stages
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "setup.sh: dpkg not found; install these packages by hand: ${PACKAGES[*]}" >&2
+  exit 0
+fi
+
+# One dpkg-query call for all packages; unknown packages print nothing, hence the join.
+installed="$(dpkg-query -W -f='${Package} ${Status}\n' "${PACKAGES[@]}" 2>/dev/null \
+             | awk '$NF == "installed" {print $1}' | sed 's/:.*//')" || true
+missing=()
+for p in "${PACKAGES[@]}"; do
+  grep -qxF "$p" <<<"$installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+SUDO=()
+if [[ "$(id -u)" -ne 0 ]]; then SUDO=(sudo); fi
+echo "setup.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -q
+"${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

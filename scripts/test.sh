@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# THE test command: installs dependencies, then
+#   (a) release build of everything (tests, examples, benchmarks) + all tests;
+#   (b) Debug -O1 build with ASan + UBSan + the `unit` tests.
+# Both stages always run; the last line is "<N> passed, <N> failed" summed over
+# both ctest runs (a failed configure/build counts as one failure).
+# Environment: see scripts/common.sh; LUMINAL_SKIP_ASAN=1 skips stage (b).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+"$LUMINAL_ROOT/scripts/setup.sh"
+
+passed=0
+failed=0
+LOG_DIR="$LUMINAL_BUILD_DIR/logs"
+mkdir -p "$LOG_DIR"
+
+# run_ctest <stage> <ctest args...>: runs ctest, adds its counts to the totals.
+run_ctest() {
+  local stage="$1"; shift
+  local log="$LOG_DIR/ctest-$stage.log"
+  ctest "$@" --output-on-failure --no-tests=error -j"$LUMINAL_JOBS" 2>&1 | tee "$log" || true
+  # ctest's summary: "NN% tests passed, F tests failed out of T"
+  local line
+  line="$(grep -Eo '[0-9]+ tests? failed out of [0-9]+' "$log" | tail -n1 || true)"
+  if [[ -z "$line" ]]; then
+    echo "test.sh: [$stage] ctest printed no summary; counting one failure" >&2
+    failed=$((failed + 1))
+    return
+  fi
+  local f t
+  f="$(awk '{print $1}' <<<"$line")"
+  t="$(awk '{print $NF}' <<<"$line")"
+  passed=$((passed + t - f))
+  failed=$((failed + f))
+}
+
+# stage <name> <build-dir> <ctest-extra-args...> -- <configure args...>
+stage() {
+  local name="$1" dir="$2"; shift 2
+  local ctest_args=()
+  while [[ "$1" != "--" ]]; do ctest_args+=("$1"); shift; done
+  shift
+  local start=$SECONDS
+  echo "=== [$name] configure + build in $dir"
+  if ! luminal_configure "$dir" "$@"; then
+    echo "test.sh: [$name] configure failed" >&2
+    failed=$((failed + 1))
+    return
+  fi
+  # Keep going past errors so every suite that does compile still runs.
+  if ! cmake --build "$dir" -j"$LUMINAL_JOBS" -- -k 0; then
+    echo "test.sh: [$name] build failed; suites that built still run" >&2
+    failed=$((failed + 1))
+    remove_stale_executables "$dir"
+  fi
+  echo "=== [$name] test"
+  run_ctest "$name" --test-dir "$dir" "${ctest_args[@]}"
+  echo "=== [$name] done in $((SECONDS - start)) s"
+}
+
+# After a failed build, an executable that ninja would still relink is stale
+# (from an earlier build): delete it, so ctest reports "Not Run" instead of
+# passing on old code.
+remove_stale_executables() {
+  local dir="$1" exe
+  for exe in $(ninja -C "$dir" -t targets all | sed -n 's/^\([^:]*\): CXX_EXECUTABLE_LINKER.*/\1/p'); do
+    if [[ "$(ninja -C "$dir" -n "$exe")" == *$'\n['* ]]; then
+      rm -f "$dir/$exe"
+    fi
+  done
+}
+
+stage release "$RELEASE_DIR" -- "${RELEASE_ARGS[@]}"
+
+if [[ "${LUMINAL_SKIP_ASAN:-0}" != 1 ]]; then
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  stage asan "$ASAN_DIR" -L unit -- "${ASAN_ARGS[@]}"
+fi
+
+echo "$passed passed, $failed failed"
+[[ "$failed" -eq 0 ]]

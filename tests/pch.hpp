@@ -1,0 +1,4 @@
+// Precompiled header for all test executables (see tests/CMakeLists.txt).
+#pragma once
+#include <doctest/doctest.h>
+#include <luminal/luminal.hpp>
