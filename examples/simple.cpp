@@ -1,14 +1,61 @@
-#include <luminal/luminal.hpp>
+// A small model end to end: record a graph once (causal self-attention over a
+// dynamic number of tokens 's'), compile it, and run it at two sequence lengths
+// without recompiling. Pass --dot to print the HLIR graph as Graphviz.
 #include <cstdio>
-int main() {
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include <luminal/luminal.hpp>
+
+using luminal::Expression;
+using luminal::GraphTensor;
+
+int main(int argc, char** argv) {
+    constexpr int dim = 4;
     luminal::Graph cx;
-    auto a = cx.tensor({3, 1});
-    auto b = cx.tensor({1, 4});
-    auto c = a.matmul(b).output();
+    GraphTensor x = cx.named_tensor("x", {'s', dim});
+    GraphTensor wq = cx.named_tensor("wq", {dim, dim});
+    GraphTensor wk = cx.named_tensor("wk", {dim, dim});
+    GraphTensor wv = cx.named_tensor("wv", {dim, dim});
+
+    GraphTensor q = x.matmul(wq), k = x.matmul(wk), v = x.matmul(wv);
+    GraphTensor scores = q.matmul(k.t()) * (1.0 / std::sqrt(double(dim)));
+    // Causal mask: token i attends to tokens j <= i.
+    Expression s = 's', z = Expression::index();
+    GraphTensor future = cx.iota(luminal::gt(z % s, z / s), {s, s}).cast(luminal::DType::Bool);
+    GraphTensor weights = luminal::where(future, -INFINITY, scores).softmax(-1);
+    GraphTensor out = weights.matmul(v).output();
+    GraphTensor top = out.sum(-1).topk_indexes(2, 0).output();
+
+    if (argc > 1 && std::strcmp(argv[1], "--dot") == 0) {
+        std::fputs(cx.to_dot().c_str(), stdout);
+        return 0;
+    }
+    std::printf("recorded %zu HLIR nodes\n", cx.size());
+
     auto rt = cx.compile(luminal::ReferenceRuntime{});
-    rt.set_data(a, {1, 2, 3});
-    rt.set_data(b, {1, 2, 3, 3});
-    rt.execute(cx.dyn_map());
-    for (float v : rt.get_f32(c)) std::printf("%g ", v);
-    std::printf("\n");
+    std::vector<float> w(dim * dim);
+    std::iota(w.begin(), w.end(), 0.0f);
+    for (float& e : w) e = (e - 7.5f) / 10.0f;
+    rt.set_data(wq, w);
+    rt.set_data(wk, w);
+    rt.set_data(wv, w);
+
+    for (int tokens : {2, 5}) {
+        cx.set_dim('s', tokens);
+        std::vector<float> input(static_cast<std::size_t>(tokens) * dim);
+        for (std::size_t i = 0; i < input.size(); ++i) input[i] = std::sin(static_cast<float>(i));
+        rt.set_data(x, input);
+        rt.execute(cx.dyn_map());
+        std::printf("s = %d\n", tokens);
+        auto values = rt.get_f32(out);
+        for (int t = 0; t < tokens; ++t) {
+            std::printf("  token %d:", t);
+            for (int d = 0; d < dim; ++d) std::printf(" %8.4f", values[t * dim + d]);
+            std::printf("\n");
+        }
+        auto best = rt.get<int>(top);
+        std::printf("  tokens with the largest output sum: %d %d\n", best[0], best[1]);
+    }
 }

@@ -102,10 +102,10 @@ inline std::string Graph::to_dot() const {
     std::string out = "digraph hlir {\n  node [shape=box, fontname=monospace];\n";
     for (NodeId i = 0; i < nodes_.size(); ++i) {
         const Node& n = nodes_[i];
-        std::string label = std::string(name_of(n.op.kind));
-        if (n.op.kind == OpKind::Input || (n.op.kind == OpKind::Output && !n.op.label.empty())) label += " " + n.op.label;
+        std::string label(name_of(n.op.kind));
+        if (n.op.kind == OpKind::Input) label += fmt::format(" {}", n.op.label);
         if (n.op.kind == OpKind::Constant) label += fmt::format(" {}", n.op.value);
-        if (n.op.kind == OpKind::Iota) label += " " + n.op.iota.to_string();
+        if (n.op.kind == OpKind::Iota) label += fmt::format(" {}", n.op.iota);
         if (is_reduce(n.op.kind)) label += fmt::format(" axis={}", n.op.axis);
         label += fmt::format("\\n{} {}", to_string(n.shape), name_of(n.dtype));
         out += fmt::format("  n{} [label=\"{}\"];\n", i, label);
@@ -113,7 +113,8 @@ inline std::string Graph::to_dot() const {
             const ShapeTracker& v = n.inputs[k].view;
             std::string edge = v.is_contiguous() ? "" : v.to_string();
             for (auto pos = edge.find('"'); pos != std::string::npos; pos = edge.find('"')) edge.erase(pos, 1);
-            out += fmt::format("  n{} -> n{} [label=\"{}{}\"];\n", n.inputs[k].source, i, k, edge.empty() ? "" : ": " + edge);
+            if (!edge.empty()) edge.insert(0, ": ");
+            out += fmt::format("  n{} -> n{} [label=\"{}{}\"];\n", n.inputs[k].source, i, k, edge);
         }
     }
     return out + "}\n";

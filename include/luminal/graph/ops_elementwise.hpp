@@ -97,13 +97,13 @@ inline GraphTensor gt_fn::apply(const GraphTensor& a, const GraphTensor& b) { re
 inline GraphTensor isnan_fn::apply(const GraphTensor& x) {
     if (!is_float(x.dtype())) return ops::cast(ops::zeros_like(x), DType::Bool);
     double inf = std::numeric_limits<double>::infinity();
-    return !(x < inf) & !(x > -inf);
+    return (!(x < inf)).logical_and(!(x > -inf));
 }
 // Equal when neither is below the other, excluding NaN (which compares unordered).
 inline GraphTensor eq_fn::apply(const GraphTensor& a, const GraphTensor& b) {
     DType t = promote(a.dtype(), b.dtype());
     GraphTensor x = ops::cast(a, t), y = ops::cast(b, t);
-    GraphTensor ordered_equal = !(x < y) & !(y < x);
+    GraphTensor ordered_equal = (!(x < y)).logical_and(!(y < x));
     if (!is_float(t)) return ordered_equal;
     return ordered_equal & !x.isnan();
 }

@@ -225,6 +225,19 @@ private:
     const detail::ExprNode* node_;
 };
 
+// Namespace-scope declarations so luminal::lt(...) etc. also work when qualified.
+Expression min(Expression a, Expression b);
+Expression max(Expression a, Expression b);
+Expression lt(Expression a, Expression b);
+Expression eq(Expression a, Expression b);
+Expression gt(Expression a, Expression b);
+Expression le(Expression a, Expression b);
+Expression ge(Expression a, Expression b);
+Expression ne(Expression a, Expression b);
+Expression logical_and(Expression a, Expression b);
+Expression logical_or(Expression a, Expression b);
+Expression logical_not(Expression a);
+Expression ceil_div(Expression a, Expression b);
 Expression product(const std::vector<Expression>& values);
 
 }  // namespace luminal
