@@ -3,6 +3,7 @@
 // broadcast to [..., m, n, k], multiplied, and summed over k. Backends
 // recognise this expand-mul-sum pattern and run it as a GEMM.
 #include "luminal/graph/ops_common.hpp"
+#include "luminal/graph/ops_reduce.hpp"
 
 namespace luminal::ops {
 
@@ -24,7 +25,8 @@ inline GraphTensor matmul(const GraphTensor& a, const GraphTensor& b) {
     full.insert(full.end(), {m, n, k});
     GraphTensor lhs = detail::broadcast_to(x.unsqueeze(-2), full, "matmul");                  // [.., m, 1, k]
     GraphTensor rhs = detail::broadcast_to(y.transpose(-1, -2).unsqueeze(-3), full, "matmul");  // [.., 1, n, k]
-    GraphTensor out = (lhs * rhs).sum(-1);
+    // Integer matmuls keep their dtype (unlike sum, which widens to i64), as in torch.
+    GraphTensor out = detail::reduce(OpKind::SumReduce, lhs * rhs, {-1}, false, "matmul");
     if (vector_a) out = out.squeeze(-2);
     if (vector_b) out = out.squeeze(-1);
     return out;

@@ -43,7 +43,8 @@ inline GraphTensor reshape(const GraphTensor& x, Shape shape) {
         *inferred = x.numel() / known;
     }
     if (auto view = x.view().reshape(shape)) return x.with_view(*view);
-    return x.with_view(*contiguous(x).view().reshape(shape));
+    GraphTensor copy = contiguous(x);
+    return copy.with_view(*copy.view().reshape(shape));
 }
 
 inline GraphTensor permute(const GraphTensor& x, const Axes& order) {
