@@ -120,9 +120,21 @@ inline GraphTensor logical_and_fn::apply(const GraphTensor& a, const GraphTensor
 inline GraphTensor logical_or_fn::apply(const GraphTensor& a, const GraphTensor& b) {
     return detail::binary(OpKind::Add, ops::cast(a, DType::Bool), ops::cast(b, DType::Bool), DType::Bool, "logical_or");
 }
-// Ties and NaN in b return a (NaN propagates from the first operand).
-inline GraphTensor maximum_fn::apply(const GraphTensor& a, const GraphTensor& b) { return where(a < b, b, a); }
-inline GraphTensor minimum_fn::apply(const GraphTensor& a, const GraphTensor& b) { return where(b < a, b, a); }
+namespace detail {
+// torch.maximum/minimum propagate NaN from either side; comparisons alone only
+// catch it in `a`, so a `b` that may be NaN is tested explicitly.
+inline GraphTensor take_b(GraphTensor b_wins, const GraphTensor& b) {
+    auto value = constant_value(b);
+    bool may_be_nan = is_float(b.dtype()) && !(value && !std::isnan(*value));
+    return may_be_nan ? GraphTensor(b_wins.logical_or(b.isnan())) : b_wins;
+}
+}  // namespace detail
+inline GraphTensor maximum_fn::apply(const GraphTensor& a, const GraphTensor& b) {
+    return where(detail::take_b(a < b, b), b, a);
+}
+inline GraphTensor minimum_fn::apply(const GraphTensor& a, const GraphTensor& b) {
+    return where(detail::take_b(b < a, b), b, a);
+}
 
 // Small integral scalar exponents multiply out exactly (negative bases work);
 // otherwise exp2(y * log2|x|) with the sign of odd integer powers restored,
