@@ -83,6 +83,15 @@ inline GraphTensor scalar_for(const Scalar& s, const GraphTensor& other) {
 
 inline GraphTensor to_float(const GraphTensor& x) { return is_float(x.dtype()) ? x : ops::cast(x, DType::F32); }
 
+// Composite float math on f16/bf16 runs in f32 and rounds once at the end, as
+// torch does internally, instead of rounding every intermediate primitive.
+template <typename Compute>
+GraphTensor in_f32(const GraphTensor& x, Compute&& compute) {
+    GraphTensor f = to_float(x);
+    if (f.dtype() == DType::F32) return compute(f);
+    return ops::cast(compute(ops::cast(f, DType::F32)), f.dtype());
+}
+
 // Broadcasts a and b together and casts both to `dtype`.
 inline std::pair<GraphTensor, GraphTensor> unify(const GraphTensor& a, const GraphTensor& b, DType dtype,
                                                  const char* where) {

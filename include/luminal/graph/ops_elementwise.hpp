@@ -58,26 +58,42 @@ inline GraphTensor neg_fn::apply(const GraphTensor& x) {
 }
 inline GraphTensor recip_fn::apply(const GraphTensor& x) { return detail::unary(OpKind::Recip, detail::to_float(x)); }
 inline GraphTensor sqrt_fn::apply(const GraphTensor& x) { return detail::unary(OpKind::Sqrt, detail::to_float(x)); }
-inline GraphTensor rsqrt_fn::apply(const GraphTensor& x) { return x.sqrt().recip(); }
+inline GraphTensor rsqrt_fn::apply(const GraphTensor& x) {
+    return detail::in_f32(x, [](const GraphTensor& f) { return GraphTensor(f.sqrt().recip()); });
+}
 inline GraphTensor exp2_fn::apply(const GraphTensor& x) { return detail::unary(OpKind::Exp2, detail::to_float(x)); }
 inline GraphTensor log2_fn::apply(const GraphTensor& x) { return detail::unary(OpKind::Log2, detail::to_float(x)); }
 inline GraphTensor sin_fn::apply(const GraphTensor& x) { return detail::unary(OpKind::Sin, detail::to_float(x)); }
-inline GraphTensor exp_fn::apply(const GraphTensor& x) { return (detail::to_float(x) * std::numbers::log2e).exp2(); }
-inline GraphTensor log_fn::apply(const GraphTensor& x) { return x.log2() * std::numbers::ln2; }
-inline GraphTensor cos_fn::apply(const GraphTensor& x) { return (detail::to_float(x) + std::numbers::pi / 2).sin(); }
+inline GraphTensor exp_fn::apply(const GraphTensor& x) {
+    return detail::in_f32(x, [](const GraphTensor& f) { return GraphTensor((f * std::numbers::log2e).exp2()); });
+}
+inline GraphTensor log_fn::apply(const GraphTensor& x) {
+    return detail::in_f32(x, [](const GraphTensor& f) { return GraphTensor(f.log2() * std::numbers::ln2); });
+}
+inline GraphTensor cos_fn::apply(const GraphTensor& x) {
+    return detail::in_f32(x, [](const GraphTensor& f) { return GraphTensor((f + std::numbers::pi / 2).sin()); });
+}
 inline GraphTensor square_fn::apply(const GraphTensor& x) { return x * x; }
-inline GraphTensor sigmoid_fn::apply(const GraphTensor& x) { return ((-detail::to_float(x)).exp() + 1.0).recip(); }
-inline GraphTensor tanh_fn::apply(const GraphTensor& x) { return (detail::to_float(x) * 2.0).sigmoid() * 2.0 - 1.0; }
-inline GraphTensor silu_fn::apply(const GraphTensor& x) { return x * x.sigmoid(); }
+inline GraphTensor sigmoid_fn::apply(const GraphTensor& x) {
+    return detail::in_f32(x, [](const GraphTensor& f) { return GraphTensor(((-f).exp() + 1.0).recip()); });
+}
+inline GraphTensor tanh_fn::apply(const GraphTensor& x) {
+    return detail::in_f32(x, [](const GraphTensor& f) { return GraphTensor((f * 2.0).sigmoid() * 2.0 - 1.0); });
+}
+inline GraphTensor silu_fn::apply(const GraphTensor& x) {
+    return detail::in_f32(x, [](const GraphTensor& f) { return GraphTensor(f * f.sigmoid()); });
+}
 inline GraphTensor relu_fn::apply(const GraphTensor& x) { return x.maximum(0); }
 inline GraphTensor gelu_fn::apply(const GraphTensor& x) {
-    GraphTensor f = detail::to_float(x);
-    return f * 0.5 * (detail::erf(f * std::numbers::sqrt2 / 2) + 1.0);
+    return detail::in_f32(x, [](const GraphTensor& f) {
+        return GraphTensor(f * 0.5 * (detail::erf(f * std::numbers::sqrt2 / 2) + 1.0));
+    });
 }
 inline GraphTensor gelu_tanh_fn::apply(const GraphTensor& x) {
-    GraphTensor f = detail::to_float(x);
-    constexpr double k = 0.7978845608028654;  // sqrt(2 / pi)
-    return f * 0.5 * (((f + f * f * f * 0.044715) * k).tanh() + 1.0);
+    return detail::in_f32(x, [](const GraphTensor& f) {
+        const double k = 0.7978845608028654;  // sqrt(2 / pi)
+        return GraphTensor(f * 0.5 * (((f + f * f * f * 0.044715) * k).tanh() + 1.0));
+    });
 }
 // x * (+1 or -1): exact, keeps infinities and NaN.
 inline GraphTensor abs_fn::apply(const GraphTensor& x) {
@@ -105,7 +121,7 @@ inline GraphTensor eq_fn::apply(const GraphTensor& a, const GraphTensor& b) {
     GraphTensor x = ops::cast(a, t), y = ops::cast(b, t);
     GraphTensor ordered_equal = (!(x < y)).logical_and(!(y < x));
     if (!is_float(t)) return ordered_equal;
-    return ordered_equal & !x.isnan();
+    return ordered_equal & !x.isnan() & !y.isnan();
 }
 inline GraphTensor ne_fn::apply(const GraphTensor& a, const GraphTensor& b) { return !a.eq(b); }
 inline GraphTensor le_fn::apply(const GraphTensor& a, const GraphTensor& b) { return (a < b) | a.eq(b); }
@@ -165,7 +181,10 @@ inline GraphTensor cast(const GraphTensor& x, DType dtype) {
     return detail::make_node(Op(OpKind::Cast), {x}, x.shape(), dtype);
 }
 
-inline GraphTensor clamp(const GraphTensor& x, double lo, double hi) { return x.maximum(lo).minimum(hi); }
+// Integral bounds keep an integer tensor's dtype (torch.clamp(int_tensor, 0, 6) is int).
+inline GraphTensor clamp(const GraphTensor& x, double lo, double hi) {
+    return x.maximum(Scalar{lo, std::floor(lo) == lo}).minimum(Scalar{hi, std::floor(hi) == hi});
+}
 
 inline GraphTensor zeros_like(const GraphTensor& x) {
     return detail::broadcast_to(detail::constant(x.graph(), 0, x.dtype()), x.shape(), "zeros_like");

@@ -116,7 +116,13 @@ inline GraphTensor argsort(const GraphTensor& x, int axis, bool descending) {
     Expression z = Expression::index();
     GraphTensor j_before_i = cast(g.iota(lt(z % n, z / n % n), pair_shape), DType::Bool);
     GraphTensor before = descending ? GraphTensor(xj > xi) : GraphTensor(xj < xi);
-    GraphTensor rank = sum(before | (xj.eq(xi) & j_before_i), {-1});
+    GraphTensor tie = xj.eq(xi);
+    if (is_float(x.dtype())) {  // NaN sorts as the largest value, as in torch
+        GraphTensor ni = xi.isnan(), nj = xj.isnan();
+        before = before | (descending ? GraphTensor(nj & !ni) : GraphTensor(ni & !nj));
+        tie = tie | (ni & nj);
+    }
+    GraphTensor rank = sum(before | (tie & j_before_i), {-1});
     GraphTensor flat = cast(rank, DType::I32) + g.iota(z / n * n, shape);
     GraphTensor zeros = detail::broadcast_to(detail::constant(g, 0, DType::I32), shape, "argsort");
     GraphTensor order = scatter(zeros, flat, g.iota(z % n, shape));

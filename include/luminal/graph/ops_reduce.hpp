@@ -75,6 +75,7 @@ inline GraphTensor argmax(const GraphTensor& x, int axis, bool keepdim) {
     std::size_t a = detail::normalize_axis(axis, x.rank(), "argmax");
     Expression n = x.view().dim(a);
     GraphTensor is_max = x.eq(detail::broadcast_like(max(x, {axis}, true), x));
+    if (is_float(x.dtype())) is_max = is_max | x.isnan();  // NaN is the maximum, as in torch
     Expression inner = 1;
     for (std::size_t i = a + 1; i < x.rank(); ++i) inner = inner * x.view().dim(i);
     GraphTensor position = x.graph().iota((Expression::index() / inner) % n, x.shape());
@@ -87,11 +88,12 @@ inline GraphTensor argmin(const GraphTensor& x, int axis, bool keepdim) {
 }
 
 inline GraphTensor logsumexp(const GraphTensor& x, const Axes& axes, bool keepdim) {
-    GraphTensor f = detail::to_float(x);
-    GraphTensor m = max(f, axes, true);
-    // An all -inf row has max -inf; shifting by 0 there keeps the result -inf instead of NaN.
-    GraphTensor shift = where(m.isnan() | m.abs().eq(std::numeric_limits<double>::infinity()), 0.0, m);
-    GraphTensor total = sum((f - detail::broadcast_like(shift, f)).exp(), axes, true).log() + shift;
+    GraphTensor total = detail::in_f32(x, [&](const GraphTensor& f) {
+        GraphTensor m = max(f, axes, true);
+        // An all -inf row has max -inf; shifting by 0 there keeps the result -inf instead of NaN.
+        GraphTensor shift = where(m.isnan() | m.abs().eq(std::numeric_limits<double>::infinity()), 0.0, m);
+        return GraphTensor(sum((f - detail::broadcast_like(shift, f)).exp(), axes, true).log() + shift);
+    });
     if (keepdim) return total;
     auto sorted = detail::normalize_axes(axes, x.rank(), "logsumexp");
     for (auto it = sorted.rbegin(); it != sorted.rend(); ++it) total = squeeze(total, static_cast<int>(*it));
@@ -99,28 +101,32 @@ inline GraphTensor logsumexp(const GraphTensor& x, const Axes& axes, bool keepdi
 }
 
 inline GraphTensor softmax(const GraphTensor& x, int axis) {
-    GraphTensor f = detail::to_float(x);
-    GraphTensor e = (f - detail::broadcast_like(max(f, {axis}, true), f)).exp();
-    return e * detail::broadcast_like(sum(e, {axis}, true).recip(), e);
+    return detail::in_f32(x, [&](const GraphTensor& f) {
+        GraphTensor e = (f - detail::broadcast_like(max(f, {axis}, true), f)).exp();
+        return GraphTensor(e * detail::broadcast_like(sum(e, {axis}, true).recip(), e));
+    });
 }
 
 inline GraphTensor log_softmax(const GraphTensor& x, int axis) {
-    GraphTensor f = detail::to_float(x);
-    return f - detail::broadcast_like(logsumexp(f, {axis}, true), f);
+    return detail::in_f32(x, [&](const GraphTensor& f) {
+        return GraphTensor(f - detail::broadcast_like(logsumexp(f, {axis}, true), f));
+    });
 }
 
 // (x - mean) / sqrt(biased variance + eps), without affine parameters.
 inline GraphTensor layer_norm(const GraphTensor& x, const Axes& axes, double epsilon) {
-    GraphTensor f = detail::to_float(x);
-    GraphTensor centered = f - detail::broadcast_like(mean(f, axes, true), f);
-    GraphTensor variance = mean(centered * centered, axes, true);
-    return centered * detail::broadcast_like((variance + epsilon).rsqrt(), f);
+    return detail::in_f32(x, [&](const GraphTensor& f) {
+        GraphTensor centered = f - detail::broadcast_like(mean(f, axes, true), f);
+        GraphTensor variance = mean(centered * centered, axes, true);
+        return GraphTensor(centered * detail::broadcast_like((variance + epsilon).rsqrt(), f));
+    });
 }
 
 // x / sqrt(mean(x^2) + eps): RMSNorm without the weight (luminal's std_norm).
 inline GraphTensor rms_norm(const GraphTensor& x, const Axes& axes, double epsilon) {
-    GraphTensor f = detail::to_float(x);
-    return f * detail::broadcast_like((mean(f * f, axes, true) + epsilon).rsqrt(), f);
+    return detail::in_f32(x, [&](const GraphTensor& f) {
+        return GraphTensor(f * detail::broadcast_like((mean(f * f, axes, true) + epsilon).rsqrt(), f));
+    });
 }
 
 }  // namespace ops
