@@ -5,8 +5,9 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build ccache git
-  libeigen3-dev       # CPU reference GEMM
+  libeigen3-dev       # benchmark peer; CPU backend GEMM
   libfmt-dev          # error message formatting
+  libabsl-dev         # flat_hash_set for the e-graph hash-cons
   doctest-dev         # tests
   libbenchmark-dev    # benchmarks
   nlohmann-json3-dev  # JSON (configs, tokenizers) in later stages

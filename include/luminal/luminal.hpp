@@ -14,3 +14,7 @@
 #include "luminal/graph/ops_indexing.hpp"
 #include "luminal/graph/graph_creation.hpp"
 #include "luminal/runtime/reference_runtime.hpp"
+#include "luminal/egraph/egraph.hpp"
+#include "luminal/egraph/pattern.hpp"
+#include "luminal/egraph/rule.hpp"
+#include "luminal/egraph/runner.hpp"

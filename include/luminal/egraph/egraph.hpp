@@ -1,0 +1,217 @@
+#pragma once
+// EGraph: e-classes of equivalent e-nodes with a union-find, a hash-cons and
+// egg-style deferred rebuilding (merges queue their class; rebuild() restores
+// congruence by re-canonicalising the parents of merged classes).
+//
+// The e-graph is language-neutral: an e-node is an op symbol, an interned
+// attribute id (whose meaning the language defines) and child classes. Nodes
+// live in one vector and their children in one flat arena, so adding a node
+// costs no heap allocation of its own; the hash-cons is a flat hash set of node
+// ids keyed by node content.
+#include <absl/container/flat_hash_set.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "luminal/core/error.hpp"
+
+namespace luminal::egraph {
+
+using ClassId = std::uint32_t;
+using ENodeId = std::uint32_t;
+using Symbol = std::uint16_t;
+using AttrId = std::uint32_t;
+
+struct ENode {
+    Symbol op;
+    std::uint16_t arity;
+    AttrId attr;
+    std::uint32_t first_child;  // into the child arena
+};
+
+class EGraph {
+public:
+    EGraph() : hashcons_(0, NodeHash{this}, NodeEq{this}) {}
+    EGraph(const EGraph&) = delete;
+    EGraph& operator=(const EGraph&) = delete;
+
+    // Adds an e-node (or finds the existing equal one) and returns its class.
+    ClassId add(Symbol op, AttrId attr, std::span<const ClassId> children) {
+        ENodeId id = push_node(op, attr, children);
+        if (auto it = hashcons_.find(id); it != hashcons_.end()) {
+            pop_node();
+            return find(node_class_[*it]);
+        }
+        ClassId c = static_cast<ClassId>(parent_.size());
+        parent_.push_back(c);
+        classes_.push_back(EClass{{id}, {}});
+        node_class_.push_back(c);
+        alive_.push_back(true);
+        hashcons_.insert(id);
+        for (ClassId child : this->children(id)) classes_[find(child)].parents.push_back(id);
+        if (by_op_.size() <= op) by_op_.resize(op + 1u);
+        by_op_[op].push_back(id);
+        ++live_nodes_;
+        return c;
+    }
+    ClassId add(Symbol op, AttrId attr, std::initializer_list<ClassId> children) {
+        return add(op, attr, std::span<const ClassId>(children.begin(), children.size()));
+    }
+
+    // The class of an e-node equal to (op, attr, children), if one exists.
+    std::optional<ClassId> lookup(Symbol op, AttrId attr, std::span<const ClassId> children) const {
+        auto& self = const_cast<EGraph&>(*this);  // the probe node is pushed and popped again
+        ENodeId id = self.push_node(op, attr, children);
+        auto it = hashcons_.find(id);
+        std::optional<ClassId> out;
+        if (it != hashcons_.end()) out = find(node_class_[*it]);
+        self.pop_node();
+        return out;
+    }
+
+    ClassId find(ClassId c) const {
+        while (parent_[c] != c) {
+            parent_[c] = parent_[parent_[c]];  // path halving
+            c = parent_[c];
+        }
+        return c;
+    }
+
+    // Unions two classes; congruence is restored by the next rebuild().
+    bool merge(ClassId a, ClassId b) {
+        a = find(a);
+        b = find(b);
+        if (a == b) return false;
+        if (classes_[a].parents.size() < classes_[b].parents.size()) std::swap(a, b);
+        parent_[b] = a;
+        EClass& into = classes_[a];
+        EClass& from = classes_[b];
+        into.nodes.insert(into.nodes.end(), from.nodes.begin(), from.nodes.end());
+        into.parents.insert(into.parents.end(), from.parents.begin(), from.parents.end());
+        from = EClass{};
+        pending_.push_back(a);
+        ++merges_;
+        return true;
+    }
+
+    void rebuild() {
+        while (!pending_.empty()) {
+            std::vector<ClassId> todo;
+            todo.swap(pending_);
+            for (ClassId& c : todo) c = find(c);
+            std::sort(todo.begin(), todo.end());
+            todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+            for (ClassId c : todo) repair(find(c));
+        }
+    }
+    bool clean() const { return pending_.empty(); }
+
+    const ENode& node(ENodeId id) const { return nodes_[id]; }
+    std::span<const ClassId> children(ENodeId id) const {
+        const ENode& n = nodes_[id];
+        return {arena_.data() + n.first_child, n.arity};
+    }
+    ClassId class_of(ENodeId id) const { return find(node_class_[id]); }
+    bool alive(ENodeId id) const { return alive_[id]; }
+    // The e-nodes of a canonical class (may include nodes made redundant by a
+    // merge that rebuild() has not seen yet; skip those with alive()).
+    const std::vector<ENodeId>& class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
+    // Every e-node with this op ever added, dead ones included.
+    std::span<const ENodeId> nodes_with_op(Symbol op) const {
+        if (op >= by_op_.size()) return {};
+        return by_op_[op];
+    }
+
+    std::size_t num_nodes() const { return live_nodes_; }
+    std::size_t total_nodes() const { return nodes_.size(); }
+    std::size_t num_classes() const {
+        std::size_t n = 0;
+        for (ClassId c = 0; c < parent_.size(); ++c) n += parent_[c] == c;
+        return n;
+    }
+    std::size_t class_capacity() const { return parent_.size(); }
+    // Increases with every effective merge: lets the runner detect saturation.
+    std::uint64_t merges() const { return merges_; }
+
+private:
+    struct EClass {
+        std::vector<ENodeId> nodes;
+        std::vector<ENodeId> parents;  // e-nodes that have this class as a child
+    };
+
+    struct NodeHash {
+        const EGraph* g;
+        std::size_t operator()(ENodeId id) const {
+            const ENode& n = g->nodes_[id];
+            std::uint64_t h = (std::uint64_t{n.op} << 48) ^ (std::uint64_t{n.attr} * 0x9E3779B97F4A7C15ull);
+            for (ClassId c : g->children(id)) h = (h ^ c) * 0x100000001B3ull + (h >> 29);
+            return static_cast<std::size_t>(h);
+        }
+    };
+    struct NodeEq {
+        const EGraph* g;
+        bool operator()(ENodeId x, ENodeId y) const {
+            const ENode& a = g->nodes_[x];
+            const ENode& b = g->nodes_[y];
+            if (a.op != b.op || a.attr != b.attr || a.arity != b.arity) return false;
+            auto ca = g->children(x), cb = g->children(y);
+            return std::equal(ca.begin(), ca.end(), cb.begin());
+        }
+    };
+
+    ENodeId push_node(Symbol op, AttrId attr, std::span<const ClassId> children) {
+        check(children.size() <= 0xFFFF, "EGraph::add", "an e-node with {} children", children.size());
+        auto first = static_cast<std::uint32_t>(arena_.size());
+        for (ClassId c : children) arena_.push_back(find(c));
+        nodes_.push_back(ENode{op, static_cast<std::uint16_t>(children.size()), attr, first});
+        return static_cast<ENodeId>(nodes_.size() - 1);
+    }
+    void pop_node() {
+        arena_.resize(nodes_.back().first_child);
+        nodes_.pop_back();
+    }
+
+    // Re-canonicalises every parent of class c; parents that become equal merge.
+    void repair(ClassId c) {
+        std::vector<ENodeId> parents;
+        parents.swap(classes_[c].parents);
+        for (ENodeId p : parents) {
+            if (!alive_[p]) continue;
+            hashcons_.erase(p);
+            for (std::uint32_t i = 0; i < nodes_[p].arity; ++i) {
+                ClassId& child = arena_[nodes_[p].first_child + i];
+                child = find(child);
+            }
+            if (auto it = hashcons_.find(p); it != hashcons_.end()) {
+                alive_[p] = false;
+                --live_nodes_;
+                merge(node_class_[*it], node_class_[p]);
+            } else {
+                hashcons_.insert(p);
+            }
+        }
+        std::erase_if(parents, [&](ENodeId p) { return !alive_[p]; });
+        std::sort(parents.begin(), parents.end());
+        parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
+        ClassId root = find(c);
+        auto& list = classes_[root].parents;
+        list.insert(list.end(), parents.begin(), parents.end());
+        std::erase_if(classes_[root].nodes, [&](ENodeId n) { return !alive_[n]; });
+    }
+
+    std::vector<ENode> nodes_;
+    std::vector<ClassId> arena_;
+    std::vector<ClassId> node_class_;
+    std::vector<bool> alive_;
+    mutable std::vector<ClassId> parent_;
+    std::vector<EClass> classes_;
+    std::vector<std::vector<ENodeId>> by_op_;
+    std::vector<ClassId> pending_;
+    absl::flat_hash_set<ENodeId, NodeHash, NodeEq> hashcons_;
+    std::size_t live_nodes_ = 0;
+    std::uint64_t merges_ = 0;
+};
+
+}  // namespace luminal::egraph

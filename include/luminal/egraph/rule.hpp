@@ -1,0 +1,54 @@
+#pragma once
+// Rewrite rules are structs, registered at compile time in RuleSet<...>:
+//
+//   struct MulCommutes {
+//       static constexpr std::string_view name = "mul-commutes";
+//       using pattern = Pat<Mul, Var<0>, Var<1>>;
+//       static bool guard(const EGraph&, Ctx&, const Match&);   // optional
+//       static void apply(EGraph&, Ctx&, const Match&);         // add nodes, merge classes
+//   };
+//
+// Ctx is the language's context (attribute tables and the like). Rule sets
+// concatenate, so a backend's rules join the core rules with concat_t.
+#include <string_view>
+
+#include "luminal/egraph/pattern.hpp"
+
+namespace luminal::egraph {
+
+template <typename R, typename Ctx>
+concept RewriteRule = requires(EGraph& g, Ctx& ctx, const Match& m) {
+    { R::name } -> std::convertible_to<std::string_view>;
+    typename R::pattern;
+    R::apply(g, ctx, m);
+};
+
+template <typename R, typename Ctx>
+bool rule_guard(const EGraph& g, Ctx& ctx, const Match& m) {
+    if constexpr (requires { R::guard(g, ctx, m); }) return R::guard(g, ctx, m);
+    else return true;
+}
+
+template <typename... Rules>
+struct RuleSet {
+    static constexpr std::size_t size = sizeof...(Rules);
+};
+
+template <typename... Sets>
+struct Concat;
+template <>
+struct Concat<> {
+    using type = RuleSet<>;
+};
+template <typename... A>
+struct Concat<RuleSet<A...>> {
+    using type = RuleSet<A...>;
+};
+template <typename... A, typename... B, typename... Rest>
+struct Concat<RuleSet<A...>, RuleSet<B...>, Rest...> {
+    using type = typename Concat<RuleSet<A..., B...>, Rest...>::type;
+};
+template <typename... Sets>
+using concat_t = typename Concat<Sets...>::type;
+
+}  // namespace luminal::egraph
