@@ -18,3 +18,7 @@
 #include "luminal/egraph/pattern.hpp"
 #include "luminal/egraph/rule.hpp"
 #include "luminal/egraph/runner.hpp"
+#include "luminal/egraph/hlir.hpp"
+#include "luminal/egraph/extract.hpp"
+#include "luminal/egraph/search.hpp"
+#include "luminal/egraph/compile.hpp"

@@ -130,7 +130,7 @@ RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits 
             report.stop = StopReason::IterationLimit;
             break;
         }
-        std::size_t it = report.iterations++;
+        [[maybe_unused]] std::size_t it = report.iterations++;
         std::size_t nodes_before = g.total_nodes();
         std::uint64_t merges_before = g.merges();
         std::size_t i = 0;

@@ -9,6 +9,7 @@
 
 #include "luminal/core/dtype.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/graph/compile_options.hpp"
 #include "luminal/graph/op.hpp"
 #include "luminal/shape/dyn_map.hpp"
 #include "luminal/shape/shape_tracker.hpp"
@@ -31,7 +32,6 @@ struct Node {
 };
 
 class GraphTensor;
-struct CompileOptions {};
 
 class Graph {
 public:
@@ -83,14 +83,11 @@ public:
 
     std::string to_dot() const;
 
-    // Loads the graph on `runtime` and returns it ready to execute. Later stages
-    // (e-graph saturation and search) run here without changing the signature.
+    // HLIR -> e-graph -> saturation with the runtime's rules -> search ->
+    // program, loaded on `runtime`, which is returned ready for set_data and
+    // execute (defined in egraph/compile.hpp).
     template <typename Runtime>
-    Runtime compile(Runtime runtime, const CompileOptions& options = {}) const {
-        (void)options;
-        runtime.load(*this);
-        return runtime;
-    }
+    Runtime compile(Runtime runtime, const CompileOptions& options = {}) const;
 
 private:
     std::vector<Node> nodes_;

@@ -27,8 +27,10 @@ inline double float_mod(double a, double b) {
 
 }  // namespace detail
 
-inline HostBuffer ReferenceRuntime::run(const Node& node, NodeId id, std::int64_t n, const DynMap& dims) const {
-    const OpKind kind = node.op.kind;
+inline HostBuffer ReferenceRuntime::run(const ProgramNode& program_node, std::uint32_t id, std::int64_t n,
+                                        const DynMap& dims) const {
+    const NodeSpec& node = program_node.spec;
+    const auto kind = static_cast<OpKind>(node.kind);
     HostBuffer out(node.dtype, static_cast<std::size_t>(n));
     auto size = static_cast<std::size_t>(n);
 
@@ -38,16 +40,16 @@ inline HostBuffer ReferenceRuntime::run(const Node& node, NodeId id, std::int64_
         Expression bound = node.op.iota.bind(dims);
         for (std::size_t i = 0; i < size; ++i) out.store_int(i, bound.eval(dims, static_cast<std::int64_t>(i)));
     } else if (kind == OpKind::Output || kind == OpKind::Cast) {
-        InputReader in = reader(node, id, 0, dims);
+        InputReader in = reader(program_node, id, 0, dims);
         for (std::size_t i = 0; i < size; ++i) in.copy_to(out, i, static_cast<std::int64_t>(i));
     } else if (is_unary(kind)) {
-        InputReader in = reader(node, id, 0, dims);
+        InputReader in = reader(program_node, id, 0, dims);
         check(is_float(in.buffer.dtype), name_of(kind).data(), "node {} needs a float input, got {}", id,
               name_of(in.buffer.dtype));
         for (std::size_t i = 0; i < size; ++i)
             out.store_double(i, detail::apply_unary(kind, in.f(static_cast<std::int64_t>(i))));
     } else if (is_binary(kind)) {
-        InputReader a = reader(node, id, 0, dims), b = reader(node, id, 1, dims);
+        InputReader a = reader(program_node, id, 0, dims), b = reader(program_node, id, 1, dims);
         bool floats = is_float(a.buffer.dtype);
         for (std::size_t i = 0; i < size; ++i) {
             auto e = static_cast<std::int64_t>(i);
@@ -73,9 +75,9 @@ inline HostBuffer ReferenceRuntime::run(const Node& node, NodeId id, std::int64_
             }
         }
     } else if (is_reduce(kind)) {
-        InputReader in = reader(node, id, 0, dims);
+        InputReader in = reader(program_node, id, 0, dims);
         std::int64_t extent = in.view.dim(node.op.axis), inner = 1;
-        for (std::size_t a = node.op.axis + 1; a < node.inputs[0].view.rank(); ++a) inner *= in.view.dim(a);
+        for (std::size_t a = node.op.axis + 1; a < node.views[0].rank(); ++a) inner *= in.view.dim(a);
         bool floats = is_float(in.buffer.dtype), sum = kind == OpKind::SumReduce;
         for (std::size_t o = 0; o < size; ++o) {
             auto oi = static_cast<std::int64_t>(o);
@@ -100,7 +102,7 @@ inline HostBuffer ReferenceRuntime::run(const Node& node, NodeId id, std::int64_
             }
         }
     } else if (kind == OpKind::Gather) {
-        InputReader data = reader(node, id, 0, dims), indexes = reader(node, id, 1, dims);
+        InputReader data = reader(program_node, id, 0, dims), indexes = reader(program_node, id, 1, dims);
         for (std::size_t i = 0; i < size; ++i) {
             std::int64_t at = indexes.i(static_cast<std::int64_t>(i));
             check(at >= 0 && at < data.view.numel(), "Gather", "node {}: index {} at position {} is out of range for {} elements",
@@ -108,7 +110,7 @@ inline HostBuffer ReferenceRuntime::run(const Node& node, NodeId id, std::int64_
             data.copy_to(out, i, at);
         }
     } else if (kind == OpKind::Scatter) {
-        InputReader dest = reader(node, id, 0, dims), indexes = reader(node, id, 1, dims), src = reader(node, id, 2, dims);
+        InputReader dest = reader(program_node, id, 0, dims), indexes = reader(program_node, id, 1, dims), src = reader(program_node, id, 2, dims);
         for (std::size_t i = 0; i < size; ++i) dest.copy_to(out, i, static_cast<std::int64_t>(i));
         for (std::int64_t i = 0; i < indexes.view.numel(); ++i) {
             std::int64_t at = indexes.i(i);

@@ -9,22 +9,28 @@
 #include <string>
 #include <vector>
 
+#include "luminal/egraph/rule.hpp"
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
 #include "luminal/runtime/bound_view.hpp"
 #include "luminal/runtime/host_buffer.hpp"
+#include "luminal/runtime/program.hpp"
 
 namespace luminal {
 
 class ReferenceRuntime {
 public:
-    void load(const Graph& graph) {
-        nodes_ = graph.nodes();
-        outputs_ = graph.outputs();
+    // The oracle runs the graph exactly as written: no rewrite rules.
+    using Rules = egraph::RuleSet<>;
+
+    void load(const Program& program) {
+        for (auto& n : program.nodes)
+            check(!is_backend_op(n.spec.kind), "ReferenceRuntime::load", "cannot run backend op {}", symbol_name(n.spec.kind));
+        nodes_ = program.nodes;
         buffers_.assign(nodes_.size(), std::nullopt);
         last_use_.assign(nodes_.size(), 0);
-        for (NodeId id = 0; id < nodes_.size(); ++id)
-            for (auto& in : nodes_[id].inputs) last_use_[in.source] = std::max(last_use_[in.source], id);
+        for (std::uint32_t id = 0; id < nodes_.size(); ++id)
+            for (std::uint32_t source : nodes_[id].sources) last_use_[source] = std::max(last_use_[source], id);
     }
 
     // Binds values to an Input tensor; they persist across execute() calls.
@@ -33,19 +39,19 @@ public:
     void set_data(const GraphTensor& t, const std::vector<T>& values) { set_values(t, std::span(values)); }
 
     void execute(const DynMap& dims) {
-        for (NodeId id = 0; id < nodes_.size(); ++id) {
-            const Node& node = nodes_[id];
+        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
+            const NodeSpec& node = nodes_[id].spec;
             std::int64_t n = numel(node.shape, dims, id);
-            if (node.op.kind == OpKind::Input) {
+            if (node.kind == symbol_of(OpKind::Input)) {
                 check(buffers_[id].has_value(), "ReferenceRuntime::execute", "input '{}' (node {}) has no data; call set_data",
-                      node.op.label, id);
+                      node.op.label, node.hlir);
                 check(static_cast<std::int64_t>(buffers_[id]->size()) == n, "ReferenceRuntime::execute",
-                      "input '{}' (node {}) has {} values but its shape {} needs {}", node.op.label, id,
+                      "input '{}' (node {}) has {} values but its shape {} needs {}", node.op.label, node.hlir,
                       buffers_[id]->size(), to_string(node.shape), n);
                 continue;
             }
-            buffers_[id] = run(node, id, n, dims);
-            for (auto& in : node.inputs) release_if_dead(in.source, id);
+            buffers_[id] = run(nodes_[id], id, n, dims);
+            for (std::uint32_t source : nodes_[id].sources) release_if_dead(source, id);
         }
     }
 
@@ -64,11 +70,13 @@ public:
 private:
     template <typename T>
     void set_values(const GraphTensor& t, std::span<const T> values) {
-        check(t.id() < nodes_.size() && nodes_[t.id()].op.kind == OpKind::Input, "set_data",
-              "node {} is not an input of the compiled graph", t.id());
-        const Node& node = nodes_[t.id()];
+        std::optional<std::uint32_t> index;
+        for (std::uint32_t i = 0; i < nodes_.size() && !index; ++i)
+            if (nodes_[i].spec.kind == symbol_of(OpKind::Input) && nodes_[i].spec.hlir == t.id()) index = i;
+        check(index.has_value(), "set_data", "node {} is not an input of the compiled graph", t.id());
+        const NodeSpec& node = nodes_[*index].spec;
         if (std::none_of(node.shape.begin(), node.shape.end(), [](auto& d) { return !d.dims().empty(); })) {
-            std::int64_t n = numel(node.shape, {}, t.id());
+            std::int64_t n = numel(node.shape, {}, *index);
             check(static_cast<std::int64_t>(values.size()) == n, "set_data",
                   "input '{}' has shape {} ({} elements) but {} values were given", node.op.label, to_string(node.shape),
                   n, values.size());
@@ -78,17 +86,17 @@ private:
             if constexpr (std::is_floating_point_v<T>) b.store_double(i, static_cast<double>(values[i]));
             else b.store_int(i, static_cast<std::int64_t>(values[i]));
         }
-        buffers_[t.id()] = std::move(b);
+        buffers_[*index] = std::move(b);
     }
 
     const HostBuffer& output_buffer(const GraphTensor& t) const {
-        std::optional<NodeId> out;
-        if (t.id() < nodes_.size() && nodes_[t.id()].op.kind == OpKind::Output) out = t.id();
-        for (NodeId o : outputs_)
-            if (!out && nodes_[o].inputs[0].source == t.id()) out = o;
+        std::optional<NodeId> hlir = t.graph().output_of(t.id());
+        std::optional<std::uint32_t> out;
+        for (std::uint32_t i = 0; i < nodes_.size() && hlir && !out; ++i)
+            if (nodes_[i].spec.kind == symbol_of(OpKind::Output) && nodes_[i].spec.hlir == *hlir) out = i;
         check(out.has_value(), "get", "node {} ({}) is not an output; call .output() on it before compile", t.id(),
-              t.id() < nodes_.size() ? name_of(nodes_[t.id()].op.kind) : "unknown");
-        check(buffers_[*out].has_value(), "get", "output node {} has not been computed; call execute first", *out);
+              name_of(t.graph().node(t.id()).op.kind));
+        check(buffers_[*out].has_value(), "get", "output node {} has not been computed; call execute first", *hlir);
         return *buffers_[*out];
     }
 
@@ -103,8 +111,8 @@ private:
         return n;
     }
 
-    void release_if_dead(NodeId source, NodeId consumer) {
-        OpKind kind = nodes_[source].op.kind;
+    void release_if_dead(std::uint32_t source, std::uint32_t consumer) {
+        auto kind = static_cast<OpKind>(nodes_[source].spec.kind);
         if (kind != OpKind::Input && kind != OpKind::Output && last_use_[source] == consumer) buffers_[source].reset();
     }
 
@@ -112,7 +120,7 @@ private:
     struct InputReader {
         const HostBuffer& buffer;
         BoundView view;
-        NodeId node;
+        std::uint32_t node;
         std::int64_t position(std::int64_t index) const {
             std::int64_t p = view.locate(index);
             check(p < static_cast<std::int64_t>(buffer.size()), "ReferenceRuntime",
@@ -134,17 +142,15 @@ private:
         }
     };
 
-    InputReader reader(const Node& node, NodeId id, std::size_t k, const DynMap& dims) const {
-        const NodeInput& in = node.inputs[k];
-        return InputReader{*buffers_[in.source], BoundView(in.view, dims), id};
+    InputReader reader(const ProgramNode& node, std::uint32_t id, std::size_t k, const DynMap& dims) const {
+        return InputReader{*buffers_[node.sources[k]], BoundView(node.spec.views[k], dims), id};
     }
 
-    HostBuffer run(const Node& node, NodeId id, std::int64_t n, const DynMap& dims) const;
+    HostBuffer run(const ProgramNode& node, std::uint32_t id, std::int64_t n, const DynMap& dims) const;
 
-    std::vector<Node> nodes_;
-    std::vector<NodeId> outputs_;
+    std::vector<ProgramNode> nodes_;
     std::vector<std::optional<HostBuffer>> buffers_;
-    std::vector<NodeId> last_use_;
+    std::vector<std::uint32_t> last_use_;
 };
 
 }  // namespace luminal

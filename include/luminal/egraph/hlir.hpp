@@ -1,0 +1,80 @@
+#pragma once
+// The HLIR/LLIR language on the e-graph: an e-node's attribute is an interned
+// NodeSpec (op, views of its inputs, shape, dtype, backend payload) and its
+// children are the classes of its inputs. Building starts with one class per
+// HLIR node; Input and Output nodes carry their HLIR id, so they never merge
+// with each other, while identical pure nodes (two equal constants) share a class.
+#include <absl/container/flat_hash_set.h>
+
+#include <vector>
+
+#include "luminal/egraph/egraph.hpp"
+#include "luminal/graph/graph.hpp"
+#include "luminal/runtime/program.hpp"
+
+namespace luminal::egraph {
+
+class SpecTable {
+public:
+    SpecTable() : index_(0, Hash{this}, Eq{this}) {}
+    SpecTable(const SpecTable&) = delete;
+    SpecTable& operator=(const SpecTable&) = delete;
+
+    AttrId intern(NodeSpec spec) {
+        specs_.push_back(std::move(spec));
+        auto id = static_cast<AttrId>(specs_.size() - 1);
+        if (auto it = index_.find(id); it != index_.end()) {
+            specs_.pop_back();
+            return *it;
+        }
+        index_.insert(id);
+        return id;
+    }
+    const NodeSpec& operator[](AttrId id) const { return specs_[id]; }
+    std::size_t size() const { return specs_.size(); }
+
+private:
+    struct Hash {
+        const SpecTable* t;
+        std::size_t operator()(AttrId id) const { return t->specs_[id].hash(); }
+    };
+    struct Eq {
+        const SpecTable* t;
+        bool operator()(AttrId a, AttrId b) const { return t->specs_[a] == t->specs_[b]; }
+    };
+    std::vector<NodeSpec> specs_;
+    absl::flat_hash_set<AttrId, Hash, Eq> index_;
+};
+
+// The context rules receive: the spec table, to read and create attributes.
+struct HlirContext {
+    SpecTable specs;
+    const NodeSpec& spec(const EGraph& g, ENodeId node) const { return specs[g.node(node).attr]; }
+};
+
+inline ClassId add_node(EGraph& g, HlirContext& ctx, NodeSpec spec, std::span<const ClassId> children) {
+    std::uint16_t kind = spec.kind;
+    return g.add(kind, ctx.specs.intern(std::move(spec)), children);
+}
+
+struct HlirEGraph {
+    EGraph graph;
+    HlirContext ctx;
+    std::vector<ClassId> roots;  // every Output, then every Input (so unused inputs stay bindable)
+};
+
+inline void build_egraph(const Graph& source, HlirEGraph& out) {
+    Program program = program_of(source);
+    std::vector<ClassId> classes(program.nodes.size());
+    std::vector<ClassId> inputs;
+    for (std::uint32_t i = 0; i < program.nodes.size(); ++i) {
+        std::vector<ClassId> children;
+        for (std::uint32_t s : program.nodes[i].sources) children.push_back(classes[s]);
+        classes[i] = add_node(out.graph, out.ctx, program.nodes[i].spec, children);
+        if (program.nodes[i].spec.kind == symbol_of(OpKind::Input)) inputs.push_back(classes[i]);
+    }
+    for (NodeId o : source.outputs()) out.roots.push_back(classes[o]);
+    out.roots.insert(out.roots.end(), inputs.begin(), inputs.end());
+}
+
+}  // namespace luminal::egraph

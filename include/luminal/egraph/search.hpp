@@ -1,0 +1,143 @@
+#pragma once
+// Profiled search: start from the cost model's choice, then mutate it (re-pick
+// the e-node of 1-3 reachable classes), skip cyclic or already seen choices
+// (an order-independent XOR hash over (class, e-node) pairs, updated per
+// mutation), lower each candidate, run it on the runtime with safe dummy
+// inputs, and keep the fastest. A seeded generator makes it deterministic.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <unordered_set>
+
+#include "luminal/egraph/extract.hpp"
+#include "luminal/graph/graph_tensor.hpp"
+
+namespace luminal::egraph {
+
+namespace detail {
+
+inline std::uint64_t choice_entry_hash(ClassId c, ENodeId n) {
+    std::uint64_t h = (std::uint64_t{c} << 32 | n) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 31);
+}
+
+inline std::uint64_t choice_hash(const Choice& choice) {
+    std::uint64_t h = 0;
+    for (ClassId c = 0; c < choice.size(); ++c)
+        if (choice[c] != kNoChoice) h ^= choice_entry_hash(c, choice[c]);
+    return h;
+}
+
+// Binds every program input to data that cannot fault: floats 1 (no zero into
+// recip/log/mod), integers 0 (always an in-range index) except divisors of an
+// integer modulo, which get 1.
+template <typename Runtime>
+void bind_dummy_inputs(Runtime& rt, const Program& p, const Graph& graph, const DynMap& dims) {
+    std::vector<bool> divisor(p.nodes.size(), false);
+    for (auto& n : p.nodes)
+        if (n.spec.kind == symbol_of(OpKind::Mod)) divisor[n.sources[1]] = true;
+    for (std::uint32_t i = 0; i < p.nodes.size(); ++i) {
+        const NodeSpec& s = p.nodes[i].spec;
+        if (s.kind != symbol_of(OpKind::Input)) continue;
+        std::int64_t n = 1;
+        for (auto& d : s.shape) n *= d.eval(dims);
+        GraphTensor t(const_cast<Graph*>(&graph), s.hlir, ShapeTracker(s.shape), s.dtype);
+        if (is_float(s.dtype)) rt.set_data(t, std::vector<float>(static_cast<std::size_t>(n), 1.0f));
+        else rt.set_data(t, std::vector<std::int64_t>(static_cast<std::size_t>(n), divisor[i] ? 1 : 0));
+    }
+}
+
+// Median of a few timed executions, after one warm-up.
+template <typename Runtime>
+double profile(Runtime& rt, const Program& p, const Graph& graph, const DynMap& dims) {
+    rt.load(p);
+    bind_dummy_inputs(rt, p, graph, dims);
+    rt.execute(dims);
+    std::vector<double> times;
+    for (int i = 0; i < 3; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        rt.execute(dims);
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(times.begin(), times.end());
+    return times[1];
+}
+
+}  // namespace detail
+
+struct SearchResult {
+    Program program;
+    std::size_t candidates = 0;  // programs profiled
+    double best_seconds = 0;     // their fastest execution (0 when nothing was profiled)
+};
+
+template <typename Runtime>
+SearchResult search(const HlirEGraph& h, Runtime& rt, const Graph& graph, const CompileOptions& options, int verbosity) {
+    const EGraph& g = h.graph;
+    DynMap dims = costing_dims(graph.dyn_map());
+    Choice best = extract_min_cost(g, h.ctx, dims);
+    SearchResult result;
+    std::vector<ClassId> alternatives;
+    for (ClassId c = 0; c < g.class_capacity(); ++c) {
+        if (g.find(c) != c) continue;
+        std::size_t alive = 0;
+        for (ENodeId n : g.class_nodes(c)) alive += g.alive(n);
+        if (alive > 1) alternatives.push_back(c);
+    }
+    if (options.search_candidates <= 1 || alternatives.empty()) {
+        result.program = lower(g, h.ctx, best, h.roots);
+        return result;
+    }
+    std::mt19937_64 rng(options.seed);
+    auto start = std::chrono::steady_clock::now();
+    auto out_of_time = [&] {
+        return options.search_seconds > 0 &&
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options.search_seconds;
+    };
+    bool interactive = verbosity >= 1 && isatty(STDERR_FILENO);
+    result.best_seconds = detail::profile(rt, lower(g, h.ctx, best, h.roots), graph, dims);
+    result.candidates = 1;
+    std::unordered_set<std::uint64_t> seen{detail::choice_hash(best)};
+    std::uint64_t best_hash = detail::choice_hash(best);
+    std::size_t attempts = 0;
+    while (result.candidates < options.search_candidates && attempts < options.search_candidates * 100 && !out_of_time()) {
+        ++attempts;
+        Choice candidate = best;
+        std::uint64_t hash = best_hash;
+        std::vector<ClassId> reachable = reachable_postorder(g, candidate, h.roots);
+        std::sort(reachable.begin(), reachable.end());
+        std::vector<ClassId> mutable_classes;
+        std::set_intersection(alternatives.begin(), alternatives.end(), reachable.begin(), reachable.end(),
+                              std::back_inserter(mutable_classes));
+        if (mutable_classes.empty()) break;
+        int mutations = 1 + static_cast<int>(rng() % 3);
+        for (int m = 0; m < mutations; ++m) {
+            ClassId c = mutable_classes[rng() % mutable_classes.size()];
+            std::vector<ENodeId> options_here;
+            for (ENodeId n : g.class_nodes(c))
+                if (g.alive(n) && n != candidate[c]) options_here.push_back(n);
+            ENodeId pick = options_here[rng() % options_here.size()];
+            hash ^= detail::choice_entry_hash(c, candidate[c]) ^ detail::choice_entry_hash(c, pick);
+            candidate[c] = pick;
+        }
+        if (!seen.insert(hash).second || !is_acyclic(g, candidate, h.roots)) continue;
+        double t = detail::profile(rt, lower(g, h.ctx, candidate, h.roots), graph, dims);
+        ++result.candidates;
+        if (t < result.best_seconds) {
+            result.best_seconds = t;
+            best = std::move(candidate);
+            best_hash = hash;
+        }
+        if (interactive)
+            std::fprintf(stderr, "\rsearch: %zu/%zu candidates, best %.3f ms   ", result.candidates,
+                         options.search_candidates, result.best_seconds * 1e3);
+    }
+    if (interactive) std::fprintf(stderr, "\n");
+    result.program = lower(g, h.ctx, best, h.roots);
+    return result;
+}
+
+}  // namespace luminal::egraph

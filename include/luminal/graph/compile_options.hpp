@@ -1,0 +1,24 @@
+#pragma once
+// What Graph::compile may spend and show. Defaults: saturate within the
+// runner's limits, take the cost model's program (no profiling), stay quiet.
+#include <cstdint>
+#include <string>
+
+#include "luminal/egraph/runner.hpp"
+
+namespace luminal {
+
+struct CompileOptions {
+    std::size_t search_candidates = 1;  // programs to profile; 1 = the cost model's choice only
+    double search_seconds = 0;          // wall-time budget for profiling; 0 = none
+    std::uint64_t seed = 0;             // the same seed gives the same program
+    // 0 quiet; 1 progress line on an interactive stderr; 2 also print the saturation report.
+    // LUMINAL_VERBOSE=<n> in the environment overrides it.
+    int verbosity = 1;
+    // When set (or LUMINAL_DUMP=<dir>), compile writes report.txt, egraph.dot,
+    // program.txt and program.dot there.
+    std::string dump_dir;
+    egraph::Limits saturation;
+};
+
+}  // namespace luminal

@@ -1,0 +1,133 @@
+#pragma once
+// Program (LLIR): what a runtime loads. A list of nodes in execution order,
+// each an HLIR primitive or a backend op, reading earlier nodes through views.
+// A NodeSpec is everything about a node except where its inputs come from; the
+// e-graph interns NodeSpecs as e-node attributes, so lowering a choice of
+// e-nodes back to a Program is a walk that fills in the sources.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/graph/graph.hpp"
+
+namespace luminal {
+
+// Backend ops share the symbol space of OpKind (primitives are below 64).
+enum class BackendOp : std::uint16_t {
+    Matmul = 64,            // inputs a [.., m, k], b [.., n, k] (b read transposed); out [.., m, n]
+    FusedElementwise = 65,  // a FusedProgram over its inputs, one pass, no intermediates
+};
+
+inline constexpr std::uint16_t symbol_of(OpKind k) { return static_cast<std::uint16_t>(k); }
+inline constexpr std::uint16_t symbol_of(BackendOp k) { return static_cast<std::uint16_t>(k); }
+inline constexpr bool is_backend_op(std::uint16_t symbol) { return symbol >= 64; }
+
+inline std::string symbol_name(std::uint16_t symbol) {
+    if (symbol == symbol_of(BackendOp::Matmul)) return "Matmul";
+    if (symbol == symbol_of(BackendOp::FusedElementwise)) return "FusedElementwise";
+    return std::string(name_of(static_cast<OpKind>(symbol)));
+}
+
+// One step of a fused elementwise region. Operand slots below the region's
+// input count name its inputs; slot input_count + j names step j's result.
+struct FusedStep {
+    OpKind kind;  // a unary or binary primitive, Cast, Constant or Iota
+    std::uint16_t a = 0, b = 0;
+    DType dtype = DType::F32;
+    double value = 0;  // Constant
+    Expression iota;   // Iota
+    friend bool operator==(const FusedStep&, const FusedStep&) = default;
+};
+
+struct FusedProgram {
+    std::vector<FusedStep> steps;  // the last step is the region's result
+    friend bool operator==(const FusedProgram&, const FusedProgram&) = default;
+};
+
+inline constexpr NodeId kNoHlirNode = std::numeric_limits<NodeId>::max();
+
+struct NodeSpec {
+    std::uint16_t kind;                          // symbol_of(OpKind) or symbol_of(BackendOp)
+    Op op{OpKind::Add};                          // primitive attributes (axis, constant, iota, label)
+    std::vector<ShapeTracker> views;             // one per input
+    Shape shape;                                 // of the contiguous output
+    DType dtype = DType::F32;
+    std::shared_ptr<const FusedProgram> fused;   // FusedElementwise only
+    NodeId hlir = kNoHlirNode;                   // Input and Output: the HLIR node they stand for
+
+    bool operator==(const NodeSpec& o) const {
+        bool same_fused = fused == o.fused || (fused && o.fused && *fused == *o.fused);
+        return kind == o.kind && op == o.op && views == o.views && shape == o.shape && dtype == o.dtype &&
+               same_fused && hlir == o.hlir;
+    }
+    std::size_t hash() const {
+        std::size_t h = kind * 0x9E3779B97F4A7C15ull ^ static_cast<std::size_t>(dtype) ^ (std::size_t{hlir} << 20);
+        h = h * 31 + std::hash<double>{}(op.value) + op.axis * 7 + op.iota.hash();
+        for (auto& v : views) h = h * 1000003u ^ v.hash();
+        for (auto& d : shape) h = h * 131u ^ d.hash();
+        if (fused) h ^= fused->steps.size() * 0x51ED27u;
+        return h;
+    }
+};
+
+struct ProgramNode {
+    NodeSpec spec;
+    std::vector<std::uint32_t> sources;  // program indices, one per spec.views entry
+};
+
+struct Program {
+    std::vector<ProgramNode> nodes;  // in execution order
+
+    // The program node standing for an HLIR Input or Output node, if any.
+    std::optional<std::uint32_t> find_hlir(NodeId hlir, OpKind kind) const {
+        for (std::uint32_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].spec.hlir == hlir && nodes[i].spec.kind == symbol_of(kind)) return i;
+        return std::nullopt;
+    }
+    std::string to_string() const;
+};
+
+// The HLIR graph as a program, node for node.
+inline Program program_of(const Graph& graph) {
+    Program p;
+    for (NodeId id = 0; id < graph.size(); ++id) {
+        const Node& n = graph.node(id);
+        ProgramNode out;
+        out.spec.kind = symbol_of(n.op.kind);
+        out.spec.op = n.op;
+        out.spec.shape = n.shape;
+        out.spec.dtype = n.dtype;
+        if (n.op.kind == OpKind::Input || n.op.kind == OpKind::Output) out.spec.hlir = id;
+        for (auto& in : n.inputs) {
+            out.spec.views.push_back(in.view);
+            out.sources.push_back(in.source);
+        }
+        p.nodes.push_back(std::move(out));
+    }
+    return p;
+}
+
+inline std::string Program::to_string() const {
+    std::string out;
+    for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+        const NodeSpec& s = nodes[i].spec;
+        out += fmt::format("%{} = {}", i, symbol_name(s.kind));
+        if (s.kind == symbol_of(OpKind::Input)) out += fmt::format(" {}", s.op.label);
+        if (s.kind == symbol_of(OpKind::Constant)) out += fmt::format(" {}", s.op.value);
+        if (s.kind == symbol_of(OpKind::Iota)) out += fmt::format(" {}", s.op.iota);
+        if (s.kind == symbol_of(OpKind::SumReduce) || s.kind == symbol_of(OpKind::MaxReduce))
+            out += fmt::format(" axis={}", s.op.axis);
+        if (s.fused) out += fmt::format(" steps={}", s.fused->steps.size());
+        out += "(";
+        for (std::size_t k = 0; k < nodes[i].sources.size(); ++k) {
+            out += fmt::format("{}%{}", k ? ", " : "", nodes[i].sources[k]);
+            if (!s.views[k].is_contiguous()) out += fmt::format(" {}", s.views[k].to_string());
+        }
+        out += fmt::format(") : {} {}\n", luminal::to_string(s.shape), name_of(s.dtype));
+    }
+    return out;
+}
+
+}  // namespace luminal

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Side by side: luminal's e-graph against egglog on the same rules and terms.
+
+Runs the C++ driver (benchmarks/bench_egraph_arith), which saturates each
+workload with the rules of tests/egraph/arith_language.hpp and prints one line
+per workload (fixpoint sizes, median wall time of saturate() alone, and the
+input term as an egglog s-expression). Then it builds the same term in egglog
+(the `egglog` package on PyPI; its engine is Rust), runs the same rules to
+saturation, and prints both fixpoint sizes and the time ratio. Exits non-zero
+if any fixpoint size differs (or a side fails to saturate).
+
+    pip install egglog
+    cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release
+    cmake --build build/release --target bench_egraph_arith
+    python3 tools/egglog_compare.py [--driver PATH] [--reps N] [--only NAME] [--build]
+
+Rules (written once per side, matched one to one):
+    add-commutes    (Add a b)         -> (Add b a)
+    mul-commutes    (Mul a b)         -> (Mul b a)
+    add-associates  (Add a (Add b c)) -> (Add (Add a b) c)
+    mul-associates  (Mul a (Mul b c)) -> (Mul (Mul a b) c)
+    mul-by-one      (Mul x (Num 1))   -> x
+    add-self        (Add x x)         -> (Mul x (Num 2))
+    add-folds       (Add (Num a) (Num b)) -> (Num (+ a b))
+    mul-folds       (Mul (Num a) (Num b)) -> (Num (* a b))
+The "ac" set is the first + rules only (arith::AcRules); "classic" is all eight
+(arith::ClassicRules). Variables are (Var i64) with the C++ variable index.
+
+How sizes are counted (like with like: the sort Math, after rebuilding):
+  luminal  classes = EGraph::num_classes(): union-find roots, i.e. canonical
+           e-classes (every class holds a Num/Var/Add/Mul node; there is no
+           other sort). nodes = EGraph::num_nodes(): live e-nodes, i.e.
+           distinct canonical e-nodes; a node that became a duplicate of
+           another after a merge is dropped ("dead") by rebuild and not counted.
+  egglog   nodes = the number of rows in the tables of the four Math
+           constructors Num, Var, Add, Mul (after (saturate), which ends on a
+           rebuild, each table holds one row per distinct canonical e-node; the
+           global holding the input term and the i64 primitive values are not
+           counted: primitives are not e-classes and are not stored as rows).
+           classes = the number of distinct output ids over those rows (every
+           Math e-class has at least one constructor row).
+
+Timing: each rep builds a fresh e-graph and the input term, untimed, then
+times saturation alone, the same number of reps on both sides; the median is
+reported. luminal: steady_clock around saturate() in the driver; by default
+its backoff scheduler is off (egglog's saturate has none), so both run every
+rule every iteration until nothing changes. egglog: time.perf_counter()
+around EGraph.run_program(<pre-parsed (run-schedule (saturate (run R)))>), so
+the Python-to-Rust call (microseconds) is included but parsing is not. CPU
+time of the egglog process is shown as well (egglog may use threads).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DRIVER = REPO / "build" / "release" / "benchmarks" / "bench_egraph_arith"
+
+DECLS = """
+(datatype Math (Num i64) (Var i64) (Add Math Math) (Mul Math Math))
+(ruleset ac)
+(ruleset classic)
+"""
+RULES = {
+    "ac": [
+        "(rewrite (Add a b) (Add b a) :ruleset {rs})",
+        "(rewrite (Add a (Add b c)) (Add (Add a b) c) :ruleset {rs})",
+    ],
+    "classic": [
+        "(rewrite (Add a b) (Add b a) :ruleset {rs})",
+        "(rewrite (Mul a b) (Mul b a) :ruleset {rs})",
+        "(rewrite (Add a (Add b c)) (Add (Add a b) c) :ruleset {rs})",
+        "(rewrite (Mul a (Mul b c)) (Mul (Mul a b) c) :ruleset {rs})",
+        "(rewrite (Mul x (Num 1)) x :ruleset {rs})",
+        "(rewrite (Add x x) (Mul x (Num 2)) :ruleset {rs})",
+        "(rewrite (Add (Num a) (Num b)) (Num (+ a b)) :ruleset {rs})",
+        "(rewrite (Mul (Num a) (Num b)) (Num (* a b)) :ruleset {rs})",
+    ],
+}
+CONSTRUCTORS = ("Num", "Var", "Add", "Mul")
+
+
+def egglog_setup(rules: str, term: str) -> str:
+    body = "\n".join(r.format(rs=rules) for r in RULES[rules])
+    return f"{DECLS}\n{body}\n(let $root {term})\n"
+
+
+def egglog_sizes(egraph) -> tuple[int, int]:
+    frozen = egraph.freeze()
+    nodes = 0
+    classes = set()
+    for name in CONSTRUCTORS:
+        for row in frozen.functions[name].rows:
+            if row.subsumed:
+                continue
+            nodes += 1
+            classes.add(row.output)
+    return len(classes), nodes
+
+
+def run_egglog(rules: str, term: str, reps: int) -> dict:
+    from egglog.bindings import EGraph
+
+    setup = egglog_setup(rules, term)
+    wall, cpu = [], []
+    sizes = None
+    iterations = None
+    for _ in range(reps):
+        g = EGraph()
+        g.run_program(*g.parse_program(setup))
+        cmd = g.parse_program(f"(run-schedule (saturate (run {rules})))")
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = g.run_program(*cmd)
+        t1, c1 = time.perf_counter(), time.process_time()
+        wall.append((t1 - t0) * 1e3)
+        cpu.append((c1 - c0) * 1e3)
+        if sizes is None:
+            sizes = egglog_sizes(g)
+            try:
+                iterations = len(out[0].report.iterations)
+            except AttributeError:
+                iterations = None
+        del g
+    return {
+        "classes": sizes[0],
+        "nodes": sizes[1],
+        "iterations": iterations,
+        "median_ms": statistics.median(wall),
+        "min_ms": min(wall),
+        "cpu_ms": statistics.median(cpu),
+    }
+
+
+LINE = re.compile(r"^workload=")
+
+
+def parse_driver(output: str) -> list[dict]:
+    rows = []
+    for line in output.splitlines():
+        if not LINE.match(line):
+            continue
+        head, _, term = line.partition(" term=")
+        fields = dict(kv.split("=", 1) for kv in head.split())
+        fields["term"] = term.strip()
+        for key in ("n", "classes", "nodes", "iterations", "reps"):
+            fields[key] = int(fields[key])
+        for key in ("median_ms", "min_ms"):
+            fields[key] = float(fields[key])
+        rows.append(fields)
+    return rows
+
+
+def build_driver(driver: Path) -> None:
+    build_dir = driver.parent.parent
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    subprocess.run(["cmake", "-S", str(REPO), "-B", str(build_dir), *gen, "-DCMAKE_BUILD_TYPE=Release"], check=True)
+    subprocess.run(["cmake", "--build", str(build_dir), "--target", "bench_egraph_arith", "-j", str(os.cpu_count() or 2)],
+                   check=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--driver", type=Path, default=DEFAULT_DRIVER, help=f"C++ driver (default {DEFAULT_DRIVER})")
+    ap.add_argument("--reps", type=int, default=5, help="reps per workload and side (median reported)")
+    ap.add_argument("--only", default="", help="one workload, e.g. ac_sum or ac_sum8 or classic_poly1")
+    ap.add_argument("--build", action="store_true", help="configure and build the driver if it is missing")
+    ap.add_argument("--target", type=float, default=10.0, help="speed-up to flag (egglog/luminal), default 10")
+    args = ap.parse_args()
+
+    try:
+        import egglog  # noqa: F401
+    except ImportError:
+        print("egglog is not installed: pip install egglog", file=sys.stderr)
+        return 2
+    driver = args.driver
+    if not driver.exists():
+        if not args.build:
+            print(f"driver {driver} not found: build it (cmake --build <dir> --target bench_egraph_arith), "
+                  "pass --driver, or use --build", file=sys.stderr)
+            return 2
+        build_driver(driver)
+
+    cmd = [str(driver), "--reps", str(args.reps)] + (["--only", args.only] if args.only else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stderr.write(proc.stderr)
+    rows = parse_driver(proc.stdout)
+    if not rows:
+        print(f"no workloads from {driver} (exit {proc.returncode})", file=sys.stderr)
+        return 2
+    status = 0 if proc.returncode == 0 else 1
+
+    header = (f"{'workload':<16} {'classes lum/egg':>17} {'nodes lum/egg':>17} {'iters':>7} "
+              f"{'luminal ms':>11} {'egglog ms':>10} {'egglog cpu':>10} {'egg/lum':>8}")
+    print(f"median of {args.reps} reps per side; time = saturation only")
+    print(header)
+    print("-" * len(header))
+    slow = []
+    for row in rows:
+        label = row["workload"] + (str(row["n"]) if row["n"] else "")
+        egg = run_egglog(row["rules"], row["term"], args.reps)
+        same = row["classes"] == egg["classes"] and row["nodes"] == egg["nodes"]
+        ratio = egg["median_ms"] / row["median_ms"] if row["median_ms"] > 0 else float("inf")
+        mark = "" if same else "  FIXPOINT MISMATCH"
+        if row["stop"] != "saturated":
+            mark += f"  luminal stopped: {row['stop']}"
+        if same and row["stop"] == "saturated" and ratio < args.target:
+            mark += f"  (< {args.target:g}x)"
+            slow.append(label)
+        iters = f"{row['iterations']}/{egg['iterations'] if egg['iterations'] is not None else '?'}"
+        print(f"{label:<16} {row['classes']:>8}/{egg['classes']:<8} {row['nodes']:>8}/{egg['nodes']:<8} {iters:>7} "
+              f"{row['median_ms']:>11.3f} {egg['median_ms']:>10.3f} {egg['cpu_ms']:>10.3f} {ratio:>7.1f}x{mark}",
+              flush=True)
+        if not same or row["stop"] != "saturated":
+            status = 1
+    if slow:
+        print(f"below the {args.target:g}x target: {', '.join(slow)}")
+    if status:
+        print("FAIL: fixpoint sizes differ or a run did not saturate", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
