@@ -19,6 +19,8 @@
 #include "luminal/egraph/rule.hpp"
 #include "luminal/egraph/runner.hpp"
 #include "luminal/egraph/hlir.hpp"
+#include "luminal/egraph/core_rules.hpp"
+#include "luminal/runtime/cpu_rules.hpp"
 #include "luminal/egraph/extract.hpp"
 #include "luminal/egraph/search.hpp"
 #include "luminal/egraph/compile.hpp"

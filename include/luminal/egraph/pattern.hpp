@@ -22,6 +22,11 @@ struct Var {};
 template <Symbol Op, typename... Children>
 struct Pat {};
 
+// An e-node with this op and any number of children, left for apply() to read
+// (backend ops such as fused regions have variable arity).
+template <Symbol Op>
+struct AnyArity {};
+
 inline constexpr int kMaxVars = 8;
 inline constexpr int kMaxPatternNodes = 16;
 
@@ -48,8 +53,29 @@ struct PatternSize<Pat<Op, C...>> {
     static constexpr int vars = std::max({0, PatternSize<C>::vars...});
 };
 
+template <Symbol Op>
+struct PatternSize<AnyArity<Op>> {
+    static constexpr int nodes = 1;
+    static constexpr int vars = 0;
+};
+
 template <typename P, int First>
 struct Matcher;
+
+template <Symbol Op, int First>
+struct Matcher<AnyArity<Op>, First> {
+    template <typename K>
+    static void at_node(const EGraph& g, ENodeId id, Match& m, K&& k) {
+        if (g.node(id).op != Op || !g.alive(id)) return;
+        m.nodes[First] = id;
+        k(m);
+    }
+    template <typename K>
+    static void in_class(const EGraph& g, ClassId c, Match& m, K&& k) {
+        const auto& nodes = g.class_nodes(c);
+        for (std::size_t i = 0; i < nodes.size(); ++i) at_node(g, nodes[i], m, k);
+    }
+};
 
 template <int I, int First>
 struct Matcher<Var<I>, First> {
@@ -115,6 +141,10 @@ template <typename P>
 struct RootOp;
 template <Symbol Op, typename... C>
 struct RootOp<Pat<Op, C...>> {
+    static constexpr Symbol value = Op;
+};
+template <Symbol Op>
+struct RootOp<AnyArity<Op>> {
     static constexpr Symbol value = Op;
 };
 

@@ -102,6 +102,16 @@ public:
         return out;
     }
 
+    // Drops a broadcast axis (stride 0, no padding): reading it never moved.
+    ShapeTracker remove_broadcast_axis(std::size_t axis) const {
+        checked_axis(axis, "remove_broadcast_axis");
+        check(is_broadcast(axis) && axis_fully_valid(axis), "remove_broadcast_axis", "axis {} of {} is not a broadcast axis",
+              axis, to_string());
+        ShapeTracker out = *this;
+        out.axes_.erase(out.axes_.begin() + static_cast<std::ptrdiff_t>(axis));
+        return out;
+    }
+
     // Keeps logical [start, min(end, size)) of `axis`.
     ShapeTracker slice(std::size_t axis, Expression start, Expression end) const {
         checked_axis(axis, "slice");
