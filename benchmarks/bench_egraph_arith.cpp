@@ -73,7 +73,8 @@ std::vector<Workload> workloads() {
     // (x*1 + y*2) * (3 + 4) + x + x
     out.push_back({"classic_poly1", 0, "classic", [](EGraph& g) {
                        ClassId x = var(g, 0), y = var(g, 1);
-                       ClassId p = mul(g, add(g, mul(g, x, num(g, 1)), mul(g, y, num(g, 2))), add(g, num(g, 3), num(g, 4)));
+                       ClassId sum = add(g, mul(g, x, num(g, 1)), mul(g, y, num(g, 2)));
+                       ClassId p = mul(g, sum, add(g, num(g, 3), num(g, 4)));
                        return add(g, add(g, p, x), x);
                    }});
     // (x + 0*y) * 1 + x  (the unit test's term)
@@ -168,7 +169,8 @@ int main(int argc, char** argv) {
         if (print_report) std::fprintf(stderr, "%s: %s", label.c_str(), report.to_string().c_str());
         std::fflush(stdout);
         if (report.stop != StopReason::Saturated) {
-            std::fprintf(stderr, "%s: stopped by %s, not saturated\n", label.c_str(), std::string(name_of(report.stop)).c_str());
+            std::fprintf(stderr, "%s: stopped by %s, not saturated\n", label.c_str(),
+                         std::string(name_of(report.stop)).c_str());
             status = 1;
         }
         if ((w.expected_classes >= 0 && static_cast<long>(report.classes) != w.expected_classes) ||

@@ -68,6 +68,67 @@ double profile(Runtime& rt, const Program& p, const Graph& graph, const DynMap& 
 
 }  // namespace detail
 
+// Produces distinct acyclic choices, each 1-3 random re-picks away from a base
+// choice (the search moves the base to each new best). Deterministic per seed.
+class CandidateGenerator {
+public:
+    CandidateGenerator(const HlirEGraph& h, Choice base, std::uint64_t seed)
+        : h_(h), base_(std::move(base)), base_hash_(detail::choice_hash(base_)), rng_(seed) {
+        const EGraph& g = h.graph;
+        for (ClassId c = 0; c < g.class_capacity(); ++c) {
+            if (g.find(c) != c) continue;
+            std::size_t alive = 0;
+            for (ENodeId n : g.class_nodes(c)) alive += g.alive(n);
+            if (alive > 1) alternatives_.push_back(c);
+        }
+        seen_.insert(base_hash_);
+    }
+
+    bool has_alternatives() const { return !alternatives_.empty(); }
+    const Choice& base() const { return base_; }
+    void set_base(Choice choice) {
+        base_ = std::move(choice);
+        base_hash_ = detail::choice_hash(base_);
+    }
+
+    // A new candidate, or nullopt after `attempts` tries found nothing unseen.
+    std::optional<Choice> next(std::size_t attempts = 200) {
+        const EGraph& g = h_.graph;
+        std::vector<ClassId> reachable = reachable_postorder(g, base_, h_.roots);
+        std::sort(reachable.begin(), reachable.end());
+        std::vector<ClassId> mutable_classes;
+        std::set_intersection(alternatives_.begin(), alternatives_.end(), reachable.begin(), reachable.end(),
+                              std::back_inserter(mutable_classes));
+        if (mutable_classes.empty()) return std::nullopt;
+        for (std::size_t attempt = 0; attempt < attempts; ++attempt) {
+            Choice candidate = base_;
+            std::uint64_t hash = base_hash_;
+            int mutations = 1 + static_cast<int>(rng_() % 3);
+            for (int m = 0; m < mutations; ++m) {
+                ClassId c = mutable_classes[rng_() % mutable_classes.size()];
+                std::vector<ENodeId> others;
+                for (ENodeId n : g.class_nodes(c))
+                    if (g.alive(n) && n != candidate[c]) others.push_back(n);
+                ENodeId pick = others[rng_() % others.size()];
+                hash ^= detail::choice_entry_hash(c, candidate[c]) ^ detail::choice_entry_hash(c, pick);
+                candidate[c] = pick;
+            }
+            if (seen_.contains(hash) || !is_acyclic(g, candidate, h_.roots)) continue;
+            seen_.insert(hash);
+            return candidate;
+        }
+        return std::nullopt;
+    }
+
+private:
+    const HlirEGraph& h_;
+    Choice base_;
+    std::uint64_t base_hash_;
+    std::mt19937_64 rng_;
+    std::vector<ClassId> alternatives_;
+    std::unordered_set<std::uint64_t> seen_;
+};
+
 struct SearchResult {
     Program program;
     std::size_t candidates = 0;  // programs profiled
@@ -76,67 +137,36 @@ struct SearchResult {
 
 template <typename Runtime>
 SearchResult search(const HlirEGraph& h, Runtime& rt, const Graph& graph, const CompileOptions& options, int verbosity) {
-    const EGraph& g = h.graph;
     DynMap dims = costing_dims(graph.dyn_map());
-    Choice best = extract_min_cost(g, h.ctx, dims);
+    CandidateGenerator candidates(h, extract_min_cost(h.graph, h.ctx, dims), options.seed);
     SearchResult result;
-    std::vector<ClassId> alternatives;
-    for (ClassId c = 0; c < g.class_capacity(); ++c) {
-        if (g.find(c) != c) continue;
-        std::size_t alive = 0;
-        for (ENodeId n : g.class_nodes(c)) alive += g.alive(n);
-        if (alive > 1) alternatives.push_back(c);
-    }
-    if (options.search_candidates <= 1 || alternatives.empty()) {
-        result.program = lower(g, h.ctx, best, h.roots);
+    if (options.search_candidates <= 1 || !candidates.has_alternatives()) {
+        result.program = lower(h.graph, h.ctx, candidates.base(), h.roots);
         return result;
     }
-    std::mt19937_64 rng(options.seed);
     auto start = std::chrono::steady_clock::now();
     auto out_of_time = [&] {
         return options.search_seconds > 0 &&
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options.search_seconds;
     };
     bool interactive = verbosity >= 1 && isatty(STDERR_FILENO);
-    result.best_seconds = detail::profile(rt, lower(g, h.ctx, best, h.roots), graph, dims);
+    result.best_seconds = detail::profile(rt, lower(h.graph, h.ctx, candidates.base(), h.roots), graph, dims);
     result.candidates = 1;
-    std::unordered_set<std::uint64_t> seen{detail::choice_hash(best)};
-    std::uint64_t best_hash = detail::choice_hash(best);
-    std::size_t attempts = 0;
-    while (result.candidates < options.search_candidates && attempts < options.search_candidates * 100 && !out_of_time()) {
-        ++attempts;
-        Choice candidate = best;
-        std::uint64_t hash = best_hash;
-        std::vector<ClassId> reachable = reachable_postorder(g, candidate, h.roots);
-        std::sort(reachable.begin(), reachable.end());
-        std::vector<ClassId> mutable_classes;
-        std::set_intersection(alternatives.begin(), alternatives.end(), reachable.begin(), reachable.end(),
-                              std::back_inserter(mutable_classes));
-        if (mutable_classes.empty()) break;
-        int mutations = 1 + static_cast<int>(rng() % 3);
-        for (int m = 0; m < mutations; ++m) {
-            ClassId c = mutable_classes[rng() % mutable_classes.size()];
-            std::vector<ENodeId> options_here;
-            for (ENodeId n : g.class_nodes(c))
-                if (g.alive(n) && n != candidate[c]) options_here.push_back(n);
-            ENodeId pick = options_here[rng() % options_here.size()];
-            hash ^= detail::choice_entry_hash(c, candidate[c]) ^ detail::choice_entry_hash(c, pick);
-            candidate[c] = pick;
-        }
-        if (!seen.insert(hash).second || !is_acyclic(g, candidate, h.roots)) continue;
-        double t = detail::profile(rt, lower(g, h.ctx, candidate, h.roots), graph, dims);
+    while (result.candidates < options.search_candidates && !out_of_time()) {
+        std::optional<Choice> candidate = candidates.next();
+        if (!candidate) break;
+        double t = detail::profile(rt, lower(h.graph, h.ctx, *candidate, h.roots), graph, dims);
         ++result.candidates;
         if (t < result.best_seconds) {
             result.best_seconds = t;
-            best = std::move(candidate);
-            best_hash = hash;
+            candidates.set_base(std::move(*candidate));
         }
         if (interactive)
             std::fprintf(stderr, "\rsearch: %zu/%zu candidates, best %.3f ms   ", result.candidates,
                          options.search_candidates, result.best_seconds * 1e3);
     }
     if (interactive) std::fprintf(stderr, "\n");
-    result.program = lower(g, h.ctx, best, h.roots);
+    result.program = lower(h.graph, h.ctx, candidates.base(), h.roots);
     return result;
 }
 

@@ -190,42 +190,56 @@ struct ToFused {
     }
 };
 
-// A region absorbs what it reads element for element: a one-step producer
-// region, a constant, or an index expression. Growing one primitive at a time
-// keeps the number of regions polynomial (absorbing whole producer regions
-// would enumerate every connected sub-DAG).
+// A region grows by one level at a time: it absorbs everything it reads
+// element for element at once (one-step producer regions, scalar constants,
+// index expressions). Growing level by level gives each root one region per
+// depth; absorbing producers one by one would enumerate every connected
+// sub-DAG, which is exponential on expressions like gelu.
 struct FuseProducer {
     static constexpr std::string_view name = "fuse-producer";
     using pattern = AnyArity<sym(BackendOp::FusedElementwise)>;
+
+    // The steps computing input (c, view) inside a region, if it can be absorbed.
+    static std::optional<std::pair<std::vector<FusedStep>, std::vector<std::pair<ClassId, ShapeTracker>>>> absorbable(
+        const EGraph& g, const HlirContext& ctx, ClassId c, const ShapeTracker& view, const Shape& shape) {
+        for (ENodeId p : g.class_nodes(c)) {
+            if (!g.alive(p)) continue;
+            const NodeSpec& ps = ctx.spec(g, p);
+            if (ps.kind == sym(OpKind::Constant) && !has_padding(view))
+                return {{{FusedStep{OpKind::Constant, 0, 0, ps.dtype, ps.op.value, {}}}, {}}};
+            if (ps.kind == sym(OpKind::Iota) && !has_padding(view))
+                return {{{FusedStep{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())}}, {}}};
+            if (ps.kind == sym(BackendOp::FusedElementwise) && ps.fused->steps.size() == 1 && view.is_contiguous() &&
+                view.dims() == shape) {
+                auto kids = g.children(p);
+                std::vector<std::pair<ClassId, ShapeTracker>> inputs;
+                for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), ps.views[k]});
+                return {{ps.fused->steps, inputs}};
+            }
+        }
+        return std::nullopt;
+    }
+
     static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        NodeSpec f = ctx.spec(g, m.node(0));
+        NodeSpec region = ctx.spec(g, m.node(0));
         auto kids_span = g.children(m.node(0));
         std::vector<ClassId> kids(kids_span.begin(), kids_span.end());
-        ClassId root = m.root(g);
-        for (std::size_t i = 0; i < kids.size(); ++i) {
-            ClassId c = g.find(kids[i]);
-            const ShapeTracker& view = f.views[i];
-            std::vector<std::pair<NodeSpec, std::vector<ClassId>>> merged;
-            for (ENodeId p : g.class_nodes(c)) {
-                if (!g.alive(p)) continue;
-                const NodeSpec& ps = ctx.spec(g, p);
-                if (ps.kind == sym(OpKind::Constant) && !has_padding(view)) {
-                    FusedStep step{OpKind::Constant, 0, 0, ps.dtype, ps.op.value, {}};
-                    merged.push_back(detail::splice(f, kids, i, {step}, {}));
-                } else if (ps.kind == sym(OpKind::Iota) && !has_padding(view)) {
-                    FusedStep step{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())};
-                    merged.push_back(detail::splice(f, kids, i, {step}, {}));
-                } else if (ps.kind == sym(BackendOp::FusedElementwise) && ps.fused->steps.size() == 1 &&
-                           reads_whole(f, i) && f.fused->steps.size() < kMaxFusedSteps) {
-                    auto p_kids = g.children(p);
-                    std::vector<std::pair<ClassId, ShapeTracker>> inputs;
-                    for (std::size_t k = 0; k < p_kids.size(); ++k) inputs.push_back({g.find(p_kids[k]), ps.views[k]});
-                    merged.push_back(detail::splice(f, kids, i, ps.fused->steps, inputs));
-                }
-            }
-            for (auto& [spec, children] : merged)
-                if (children.size() <= kMaxFusedInputs) g.merge(root, add_spec(g, ctx, std::move(spec), children));
+        std::vector<std::pair<ClassId, ShapeTracker>> frontier;
+        for (std::size_t i = 0; i < kids.size(); ++i) frontier.push_back({g.find(kids[i]), region.views[i]});
+        bool grew = false;
+        for (auto& [c, view] : frontier) {
+            auto inner = absorbable(g, ctx, c, view, region.shape);
+            if (!inner) continue;
+            // Canonicalisation reorders inputs: find this one again.
+            std::size_t i = 0;
+            while (i < kids.size() && !(g.find(kids[i]) == c && region.views[i] == view)) ++i;
+            if (i == kids.size()) continue;
+            std::tie(region, kids) = detail::splice(region, kids, i, inner->first, inner->second);
+            grew = true;
         }
+        if (!grew || region.fused->steps.size() > kMaxFusedSteps || kids.size() > kMaxFusedInputs) return;
+        ClassId root = m.root(g);
+        g.merge(root, add_spec(g, ctx, std::move(region), kids));
     }
 };
 

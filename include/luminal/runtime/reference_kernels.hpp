@@ -33,6 +33,14 @@ inline HostBuffer ReferenceRuntime::run(const ProgramNode& program_node, std::ui
     const auto kind = static_cast<OpKind>(node.kind);
     HostBuffer out(node.dtype, static_cast<std::size_t>(n));
     auto size = static_cast<std::size_t>(n);
+    if (node.kind == symbol_of(BackendOp::Matmul)) {
+        run_matmul(program_node, id, out, dims);
+        return out;
+    }
+    if (node.kind == symbol_of(BackendOp::FusedElementwise)) {
+        run_fused(program_node, id, out, dims);
+        return out;
+    }
 
     if (kind == OpKind::Constant) {
         out.store_double(0, node.op.value);
@@ -119,6 +127,82 @@ inline HostBuffer ReferenceRuntime::run(const ProgramNode& program_node, std::ui
         }
     }
     return out;
+}
+
+// out[.., i, j] = sum over k of a[.., i, k] * b[.., j, k], accumulated in double
+// (floats) or wrapping int64, then rounded once.
+inline void ReferenceRuntime::run_matmul(const ProgramNode& node, std::uint32_t id, HostBuffer& out,
+                                         const DynMap& dims) const {
+    InputReader a = reader(node, id, 0, dims), b = reader(node, id, 1, dims);
+    std::size_t r = node.spec.views[0].rank();
+    std::int64_t m = a.view.dim(r - 2), k = a.view.dim(r - 1), n = b.view.dim(r - 2);
+    std::int64_t batches = m * n == 0 ? 0 : static_cast<std::int64_t>(out.size()) / (m * n);
+    bool floats = is_float(a.buffer.dtype);
+    for (std::int64_t batch = 0; batch < batches; ++batch)
+        for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+                double acc = 0;
+                std::int64_t iacc = 0;
+                for (std::int64_t e = 0; e < k; ++e) {
+                    std::int64_t ai = (batch * m + i) * k + e, bi = (batch * n + j) * k + e;
+                    if (floats) acc += a.f(ai) * b.f(bi);
+                    else iacc = static_cast<std::int64_t>(static_cast<std::uint64_t>(iacc) +
+                                                          static_cast<std::uint64_t>(a.i(ai)) * static_cast<std::uint64_t>(b.i(bi)));
+                }
+                auto o = static_cast<std::size_t>((batch * m + i) * n + j);
+                if (floats) out.store_double(o, acc);
+                else out.store_int(o, iacc);
+            }
+}
+
+// Each step is a primitive applied per element, rounded to the step's dtype,
+// exactly as the separate primitive nodes would compute it.
+inline void ReferenceRuntime::run_fused(const ProgramNode& node, std::uint32_t id, HostBuffer& out,
+                                        const DynMap& dims) const {
+    const auto& steps = node.spec.fused->steps;
+    std::vector<InputReader> inputs;
+    for (std::size_t k = 0; k < node.sources.size(); ++k) inputs.push_back(reader(node, id, k, dims));
+    std::vector<Expression> iotas;
+    for (auto& st : steps) iotas.push_back(st.kind == OpKind::Iota ? st.iota.bind(dims) : Expression(0));
+    std::vector<HostBuffer> values;
+    for (auto& st : steps) values.emplace_back(st.dtype, 1);
+    std::vector<HostBuffer> loaded;
+    for (auto& in : inputs) loaded.emplace_back(in.buffer.dtype, 1);
+    std::size_t n_in = inputs.size();
+    for (std::size_t e = 0; e < out.size(); ++e) {
+        auto index = static_cast<std::int64_t>(e);
+        for (std::size_t k = 0; k < n_in; ++k) inputs[k].copy_to(loaded[k], 0, index);
+        auto value = [&](std::uint16_t slot) -> const HostBuffer& { return slot < n_in ? loaded[slot] : values[slot - n_in]; };
+        for (std::size_t j = 0; j < steps.size(); ++j) {
+            const FusedStep& st = steps[j];
+            HostBuffer& v = values[j];
+            switch (st.kind) {
+                case OpKind::Constant: v.store_double(0, st.value); break;
+                case OpKind::Iota: v.store_int(0, iotas[j].eval(dims, index)); break;
+                case OpKind::Cast: v.copy_element(0, value(st.a), 0); break;
+                default:
+                    if (is_unary(st.kind)) {
+                        v.store_double(0, detail::apply_unary(st.kind, value(st.a).as_double(0)));
+                    } else if (is_float(value(st.a).dtype)) {
+                        double x = value(st.a).as_double(0), y = value(st.b).as_double(0);
+                        if (st.kind == OpKind::Add) v.store_double(0, x + y);
+                        else if (st.kind == OpKind::Mul) v.store_double(0, x * y);
+                        else if (st.kind == OpKind::Mod) v.store_double(0, detail::float_mod(x, y));
+                        else v.store_int(0, x < y);
+                    } else {
+                        std::int64_t x = value(st.a).as_int(0), y = value(st.b).as_int(0);
+                        auto ux = static_cast<std::uint64_t>(x), uy = static_cast<std::uint64_t>(y);
+                        if (st.kind == OpKind::Add) v.store_int(0, static_cast<std::int64_t>(ux + uy));
+                        else if (st.kind == OpKind::Mul) v.store_int(0, static_cast<std::int64_t>(ux * uy));
+                        else if (st.kind == OpKind::Mod) {
+                            check(y != 0, "Mod", "node {}: integer modulo by zero at element {}", id, e);
+                            v.store_int(0, detail::floor_mod(x, y));
+                        } else v.store_int(0, x < y);
+                    }
+            }
+        }
+        out.copy_element(e, values.back(), 0);
+    }
 }
 
 }  // namespace luminal
