@@ -49,6 +49,7 @@ public:
         classes_.push_back(EClass{{id}, {}});
         node_class_.push_back(c);
         alive_.push_back(true);
+        stamp_.push_back(epoch_);
         hashcons_.insert(id);
         for (ClassId child : this->children(id)) classes_[find(child)].parents.push_back(id);
         if (by_op_.size() <= op) by_op_.resize(op + 1u);
@@ -88,6 +89,7 @@ public:
         parent_[b] = a;
         EClass& into = classes_[a];
         EClass& from = classes_[b];
+        for (ENodeId n : from.nodes) stamp_[n] = epoch_;  // their class changed: matches through them may be new
         into.nodes.insert(into.nodes.end(), from.nodes.begin(), from.nodes.end());
         into.parents.insert(into.parents.end(), from.parents.begin(), from.parents.end());
         from = EClass{};
@@ -135,6 +137,13 @@ public:
     // Increases with every effective merge: lets the runner detect saturation.
     std::uint64_t merges() const { return merges_; }
 
+    // Semi-naive matching: e-nodes added, moved to another class or
+    // re-canonicalised are stamped with the current epoch, so a rule can skip
+    // matches made only of e-nodes it has already seen.
+    std::uint32_t next_epoch() { return ++epoch_; }
+    std::uint32_t epoch() const { return epoch_; }
+    std::uint32_t stamp(ENodeId id) const { return stamp_[id]; }
+
 private:
     struct EClass {
         std::vector<ENodeId> nodes;
@@ -180,9 +189,12 @@ private:
         for (ENodeId p : parents) {
             if (!alive_[p]) continue;
             hashcons_.erase(p);
+            bool changed = false;
             for (std::uint32_t i = 0; i < nodes_[p].arity; ++i) {
                 ClassId& child = arena_[nodes_[p].first_child + i];
-                child = find(child);
+                ClassId canonical = find(child);
+                changed |= canonical != child;
+                child = canonical;
             }
             if (auto it = hashcons_.find(p); it != hashcons_.end()) {
                 alive_[p] = false;
@@ -190,6 +202,7 @@ private:
                 merge(node_class_[*it], node_class_[p]);
             } else {
                 hashcons_.insert(p);
+                if (changed) stamp_[p] = epoch_;
             }
         }
         std::erase_if(parents, [&](ENodeId p) { return !alive_[p]; });
@@ -205,6 +218,8 @@ private:
     std::vector<ClassId> arena_;
     std::vector<ClassId> node_class_;
     std::vector<bool> alive_;
+    std::vector<std::uint32_t> stamp_;
+    std::uint32_t epoch_ = 0;
     mutable std::vector<ClassId> parent_;
     std::vector<EClass> classes_;
     std::vector<std::vector<ENodeId>> by_op_;

@@ -27,8 +27,9 @@ struct Pat {};
 template <Symbol Op>
 struct AnyArity {};
 
-inline constexpr int kMaxVars = 8;
-inline constexpr int kMaxPatternNodes = 16;
+// Small on purpose: a saturation run can hold a million matches at once.
+inline constexpr int kMaxVars = 4;
+inline constexpr int kMaxPatternNodes = 6;
 
 struct Match {
     std::array<ClassId, kMaxVars> vars{};

@@ -6,7 +6,13 @@
 //       using pattern = Pat<Mul, Var<0>, Var<1>>;
 //       static bool guard(const EGraph&, Ctx&, const Match&);   // optional
 //       static void apply(EGraph&, Ctx&, const Match&);         // add nodes, merge classes
+//       static constexpr bool reads_child_classes = true;      // optional, see below
 //   };
+//
+// The runner matches semi-naively: a match made only of e-nodes the rule has
+// already seen is skipped. A rule whose apply() looks into child classes
+// beyond its pattern (their contents can change without its matched e-nodes
+// changing) declares reads_child_classes and is always matched in full.
 //
 // Ctx is the language's context (attribute tables and the like). Rule sets
 // concatenate, so a backend's rules join the core rules with concat_t.
@@ -26,6 +32,12 @@ concept RewriteRule = requires(EGraph& g, Ctx& ctx, const Match& m) {
 template <typename R, typename Ctx>
 bool rule_guard(const EGraph& g, Ctx& ctx, const Match& m) {
     if constexpr (requires { R::guard(g, ctx, m); }) return R::guard(g, ctx, m);
+    else return true;
+}
+
+template <typename R>
+constexpr bool semi_naive() {
+    if constexpr (requires { R::reads_child_classes; }) return !R::reads_child_classes;
     else return true;
 }
 

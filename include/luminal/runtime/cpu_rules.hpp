@@ -198,6 +198,7 @@ struct ToFused {
 struct FuseProducer {
     static constexpr std::string_view name = "fuse-producer";
     using pattern = AnyArity<sym(BackendOp::FusedElementwise)>;
+    static constexpr bool reads_child_classes = true;
 
     // The steps computing input (c, view) inside a region, if it can be absorbed.
     static std::optional<std::pair<std::vector<FusedStep>, std::vector<std::pair<ClassId, ShapeTracker>>>> absorbable(
