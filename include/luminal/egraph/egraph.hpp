@@ -39,11 +39,13 @@ public:
 
     // Adds an e-node (or finds the existing equal one) and returns its class.
     ClassId add(Symbol op, AttrId attr, std::span<const ClassId> children) {
-        ENodeId id = push_node(op, attr, children);
-        if (auto it = hashcons_.find(id); it != hashcons_.end()) {
-            pop_node();
-            return find(node_class_[*it]);
-        }
+        scratch_.clear();
+        for (ClassId c : children) scratch_.push_back(find(c));
+        NodeKey key{op, attr, scratch_};
+        std::size_t h = hash_of(key);
+        if (auto it = hashcons_.find(key); it != hashcons_.end()) return find(node_class_[*it]);
+        ENodeId id = push_node(op, attr, scratch_);
+        hashes_.push_back(h);
         ClassId c = static_cast<ClassId>(parent_.size());
         parent_.push_back(c);
         classes_.push_back(EClass{{id}, {}});
@@ -63,13 +65,11 @@ public:
 
     // The class of an e-node equal to (op, attr, children), if one exists.
     std::optional<ClassId> lookup(Symbol op, AttrId attr, std::span<const ClassId> children) const {
-        auto& self = const_cast<EGraph&>(*this);  // the probe node is pushed and popped again
-        ENodeId id = self.push_node(op, attr, children);
-        auto it = hashcons_.find(id);
-        std::optional<ClassId> out;
-        if (it != hashcons_.end()) out = find(node_class_[*it]);
-        self.pop_node();
-        return out;
+        std::vector<ClassId> canonical;
+        for (ClassId c : children) canonical.push_back(find(c));
+        auto it = hashcons_.find(NodeKey{op, attr, canonical});
+        if (it == hashcons_.end()) return std::nullopt;
+        return find(node_class_[*it]);
     }
 
     ClassId find(ClassId c) const {
@@ -150,36 +150,48 @@ private:
         std::vector<ENodeId> parents;  // e-nodes that have this class as a child
     };
 
+    // Hash-cons keys: stored e-nodes by id (their hash cached in hashes_), and
+    // probes by content, so looking a node up never has to store it first.
+    struct NodeKey {
+        Symbol op;
+        AttrId attr;
+        std::span<const ClassId> children;
+    };
+    static std::size_t hash_of(const NodeKey& k) {
+        std::uint64_t h = (std::uint64_t{k.op} << 48 | k.children.size() << 32 | k.attr) * 0x9E3779B97F4A7C15ull;
+        for (ClassId c : k.children) h = (h ^ c) * 0xBF58476D1CE4E5B9ull + (h >> 29);
+        return static_cast<std::size_t>(h ^ (h >> 31));
+    }
+    NodeKey key_of(ENodeId id) const {
+        const ENode& n = nodes_[id];
+        return {n.op, n.attr, {arena_.data() + n.first_child, n.arity}};
+    }
+    static bool same(const NodeKey& a, const NodeKey& b) {
+        if (a.op != b.op || a.attr != b.attr || a.children.size() != b.children.size()) return false;
+        for (std::size_t i = 0; i < a.children.size(); ++i)
+            if (a.children[i] != b.children[i]) return false;
+        return true;
+    }
     struct NodeHash {
+        using is_transparent = void;
         const EGraph* g;
-        std::size_t operator()(ENodeId id) const {
-            const ENode& n = g->nodes_[id];
-            std::uint64_t h = (std::uint64_t{n.op} << 48) ^ (std::uint64_t{n.attr} * 0x9E3779B97F4A7C15ull);
-            for (ClassId c : g->children(id)) h = (h ^ c) * 0x100000001B3ull + (h >> 29);
-            return static_cast<std::size_t>(h);
-        }
+        std::size_t operator()(ENodeId id) const { return g->hashes_[id]; }
+        std::size_t operator()(const NodeKey& k) const { return hash_of(k); }
     };
     struct NodeEq {
+        using is_transparent = void;
         const EGraph* g;
-        bool operator()(ENodeId x, ENodeId y) const {
-            const ENode& a = g->nodes_[x];
-            const ENode& b = g->nodes_[y];
-            if (a.op != b.op || a.attr != b.attr || a.arity != b.arity) return false;
-            auto ca = g->children(x), cb = g->children(y);
-            return std::equal(ca.begin(), ca.end(), cb.begin());
-        }
+        bool operator()(ENodeId a, ENodeId b) const { return a == b || same(g->key_of(a), g->key_of(b)); }
+        bool operator()(ENodeId a, const NodeKey& b) const { return same(g->key_of(a), b); }
+        bool operator()(const NodeKey& a, ENodeId b) const { return same(a, g->key_of(b)); }
     };
 
     ENodeId push_node(Symbol op, AttrId attr, std::span<const ClassId> children) {
         check(children.size() <= 0xFFFF, "EGraph::add", "an e-node with {} children", children.size());
         auto first = static_cast<std::uint32_t>(arena_.size());
-        for (ClassId c : children) arena_.push_back(find(c));
+        arena_.insert(arena_.end(), children.begin(), children.end());
         nodes_.push_back(ENode{op, static_cast<std::uint16_t>(children.size()), attr, first});
         return static_cast<ENodeId>(nodes_.size() - 1);
-    }
-    void pop_node() {
-        arena_.resize(nodes_.back().first_child);
-        nodes_.pop_back();
     }
 
     // Re-canonicalises every parent of class c; parents that become equal merge.
@@ -196,6 +208,7 @@ private:
                 changed |= canonical != child;
                 child = canonical;
             }
+            hashes_[p] = hash_of(key_of(p));
             if (auto it = hashcons_.find(p); it != hashcons_.end()) {
                 alive_[p] = false;
                 --live_nodes_;
@@ -224,6 +237,8 @@ private:
     std::vector<EClass> classes_;
     std::vector<std::vector<ENodeId>> by_op_;
     std::vector<ClassId> pending_;
+    std::vector<std::size_t> hashes_;
+    std::vector<ClassId> scratch_;
     absl::flat_hash_set<ENodeId, NodeHash, NodeEq> hashcons_;
     std::size_t live_nodes_ = 0;
     std::uint64_t merges_ = 0;
