@@ -9,7 +9,9 @@
 // costs no heap allocation of its own; the hash-cons is a flat hash set of node
 // ids keyed by node content.
 #include <absl/container/flat_hash_set.h>
+#include <absl/container/inlined_vector.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -119,7 +121,7 @@ public:
     bool alive(ENodeId id) const { return alive_[id]; }
     // The e-nodes of a canonical class (may include nodes made redundant by a
     // merge that rebuild() has not seen yet; skip those with alive()).
-    const std::vector<ENodeId>& class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
+    std::span<const ENodeId> class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
     // Every e-node with this op ever added, dead ones included.
     std::span<const ENodeId> nodes_with_op(Symbol op) const {
         if (op >= by_op_.size()) return {};
@@ -145,9 +147,11 @@ public:
     std::uint32_t stamp(ENodeId id) const { return stamp_[id]; }
 
 private:
+    // Most classes hold one or two e-nodes and parents: inline storage keeps
+    // creating a class free of heap allocations.
     struct EClass {
-        std::vector<ENodeId> nodes;
-        std::vector<ENodeId> parents;  // e-nodes that have this class as a child
+        absl::InlinedVector<ENodeId, 2> nodes;
+        absl::InlinedVector<ENodeId, 2> parents;  // e-nodes that have this class as a child
     };
 
     // Hash-cons keys: stored e-nodes by id (their hash cached in hashes_), and
@@ -196,7 +200,7 @@ private:
 
     // Re-canonicalises every parent of class c; parents that become equal merge.
     void repair(ClassId c) {
-        std::vector<ENodeId> parents;
+        absl::InlinedVector<ENodeId, 2> parents;
         parents.swap(classes_[c].parents);
         for (ENodeId p : parents) {
             if (!alive_[p]) continue;
@@ -218,13 +222,14 @@ private:
                 if (changed) stamp_[p] = epoch_;
             }
         }
-        std::erase_if(parents, [&](ENodeId p) { return !alive_[p]; });
+        parents.erase(std::remove_if(parents.begin(), parents.end(), [&](ENodeId p) { return !alive_[p]; }), parents.end());
         std::sort(parents.begin(), parents.end());
         parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
         ClassId root = find(c);
         auto& list = classes_[root].parents;
         list.insert(list.end(), parents.begin(), parents.end());
-        std::erase_if(classes_[root].nodes, [&](ENodeId n) { return !alive_[n]; });
+        auto& nodes = classes_[root].nodes;
+        nodes.erase(std::remove_if(nodes.begin(), nodes.end(), [&](ENodeId n) { return !alive_[n]; }), nodes.end());
     }
 
     std::vector<ENode> nodes_;
