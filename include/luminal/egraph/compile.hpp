@@ -2,6 +2,7 @@
 // Graph::compile: HLIR -> e-graph -> saturation (the runtime's Rules) ->
 // search -> program -> runtime.load. Diagnostics on request (CompileOptions,
 // LUMINAL_VERBOSE, LUMINAL_DUMP).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,27 +21,48 @@ inline void write_file(const std::filesystem::path& path, const std::string& tex
 }
 }  // namespace detail
 
+// What a compilation did: the saturation report, the search, the program.
+struct CompileReport {
+    egraph::RunReport saturation;
+    std::size_t candidates = 0;   // programs profiled (0: the cost model decided alone)
+    double best_seconds = 0;      // the fastest profiled execution
+    double search_seconds = 0;    // wall time of extraction and search
+    Program program;
+};
+
+// Graph::compile, also returning the report.
 template <typename Runtime>
-Runtime Graph::compile(Runtime runtime, const CompileOptions& options) const {
+std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtime runtime, const CompileOptions& options = {}) {
     int verbosity = options.verbosity;
     if (const char* v = std::getenv("LUMINAL_VERBOSE")) verbosity = std::atoi(v);
     std::string dump = options.dump_dir;
     if (const char* d = std::getenv("LUMINAL_DUMP"); d && dump.empty()) dump = d;
 
     egraph::HlirEGraph h;
-    egraph::build_egraph(*this, h);
-    egraph::RunReport report = egraph::saturate(h.graph, h.ctx, typename Runtime::Rules{}, options.saturation);
-    egraph::SearchResult found = egraph::search(h, runtime, *this, options, verbosity);
-    if (verbosity >= 2) std::fputs(report.to_string().c_str(), stderr);
+    egraph::build_egraph(graph, h);
+    CompileReport report;
+    report.saturation = egraph::saturate(h.graph, h.ctx, typename Runtime::Rules{}, options.saturation);
+    auto start = std::chrono::steady_clock::now();
+    egraph::SearchResult found = egraph::search(h, runtime, graph, options, verbosity);
+    report.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.candidates = found.candidates;
+    report.best_seconds = found.best_seconds;
+    if (verbosity >= 2) std::fputs(report.saturation.to_string().c_str(), stderr);
     if (!dump.empty()) {
         std::filesystem::create_directories(dump);
-        detail::write_file(std::filesystem::path(dump) / "report.txt", report.to_string());
+        detail::write_file(std::filesystem::path(dump) / "report.txt", report.saturation.to_string());
         detail::write_file(std::filesystem::path(dump) / "egraph.dot", egraph::to_dot(h.graph, h.ctx));
         detail::write_file(std::filesystem::path(dump) / "program.txt", found.program.to_string());
         detail::write_file(std::filesystem::path(dump) / "program.dot", egraph::to_dot(found.program));
     }
     runtime.load(found.program);  // a fresh load: no dummy data from profiling stays bound
-    return runtime;
+    report.program = std::move(found.program);
+    return {std::move(runtime), std::move(report)};
+}
+
+template <typename Runtime>
+Runtime Graph::compile(Runtime runtime, const CompileOptions& options) const {
+    return compile_with_report(*this, std::move(runtime), options).first;
 }
 
 }  // namespace luminal
