@@ -24,3 +24,4 @@
 #include "luminal/egraph/extract.hpp"
 #include "luminal/egraph/search.hpp"
 #include "luminal/egraph/compile.hpp"
+#include "luminal/runtime/cpu_runtime.hpp"

@@ -16,6 +16,7 @@
 //                            out[indexes[i]] = src[i]; repeated indexes: the last write wins
 //  Cast                      to the node dtype (float -> int truncates toward zero)
 //  Input Constant Output     a bound buffer, a scalar, a graph result
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -90,7 +91,12 @@ struct Op {
         return op;
     }
 
-    friend bool operator==(const Op&, const Op&) = default;
+    // Constants compare by bit pattern, so NaN equals itself (and -0 differs
+    // from 0): an op must equal itself for hash-consing.
+    friend bool operator==(const Op& a, const Op& b) {
+        return a.kind == b.kind && a.axis == b.axis && std::bit_cast<std::uint64_t>(a.value) == std::bit_cast<std::uint64_t>(b.value) &&
+               a.iota == b.iota && a.label == b.label;
+    }
 };
 
 }  // namespace luminal

@@ -118,8 +118,10 @@ public:
     static constexpr std::size_t kAlign = 64;
     AlignedBuffer() = default;
     explicit AlignedBuffer(std::size_t bytes) { reserve(bytes); }
-    AlignedBuffer(const AlignedBuffer& o) : AlignedBuffer(o.capacity_) {
-        if (capacity_) std::memcpy(data_, o.data_, capacity_);
+    AlignedBuffer(const AlignedBuffer& o) {
+        if (!o.data_) return;
+        reserve(o.capacity_);
+        std::memcpy(data_, o.data_, o.capacity_);
     }
     AlignedBuffer(AlignedBuffer&& o) noexcept : data_(o.data_), capacity_(o.capacity_) {
         o.data_ = nullptr;

@@ -61,6 +61,9 @@ struct FusedScratch {
     std::vector<float> floats;
     std::vector<std::int64_t> ints;
     std::vector<std::int64_t> expr;
+    // The value whose home is, for the current block, the output buffer itself.
+    std::size_t direct_value = ~std::size_t{0};
+    void* direct = nullptr;
 };
 
 class FusedKernel {
@@ -95,11 +98,8 @@ public:
 
     const FusedProgram& program() const { return *program_; }
 
-    Bound bind(const std::vector<ShapeTracker>& views, const std::vector<const std::byte*>& sources,
-               const DynMap& dims) const {
-        Bound b;
-        for (auto& v : views) b.views.emplace_back(v, dims);
-        b.sources = sources;
+    Bound bind(std::vector<StridedView> views, std::vector<const std::byte*> sources, const DynMap& dims) const {
+        Bound b{std::move(views), std::move(sources), {}};
         for (const FusedStep& s : program_->steps)
             b.iotas.push_back(s.kind == OpKind::Iota ? BlockExpr(s.iota, dims) : BlockExpr());
         return b;
@@ -113,6 +113,7 @@ public:
         std::vector<const float*> fp(values, nullptr);
         std::vector<const std::int64_t*> ip(values, nullptr);
         std::vector<bool> fixed(values, false);  // filled once, valid for every block
+        scratch.direct_value = ~std::size_t{0};
 
         // Broadcast scalars and constants do not change from block to block.
         for (std::size_t v = 0; v < values; ++v) {
@@ -133,8 +134,17 @@ public:
             }
         }
 
+        // The last step writes the output in place when its lanes are the
+        // output's storage (f32, i64): no copy out of the scratch.
+        const std::size_t last = values - 1;
+        const bool in_place = !fixed[last] && last >= inputs_ && dtypes_[last] == out_dtype_ &&
+                              (out_dtype_ == DType::F32 || out_dtype_ == DType::I64);
         for (std::int64_t start = begin; start < end; start += kBlock) {
             std::int64_t len = std::min(kBlock, end - start);
+            if (in_place) {
+                scratch.direct_value = last;
+                scratch.direct = out + start * static_cast<std::int64_t>(size_of(out_dtype_));
+            }
             for (std::size_t k = 0; k < inputs_; ++k) {
                 if (!used_[k] || fixed[k]) continue;
                 const StridedView& view = bound.views[k];
@@ -160,7 +170,7 @@ public:
                 if (fixed[v]) continue;
                 run_step(j, bound, start, len, scratch, fp, ip);
             }
-            std::size_t last = values - 1;
+            if (in_place) continue;
             if (is_float(dtypes_[last])) store_lanes(out_dtype_, fp[last], len, out, start);
             else store_lanes(out_dtype_, ip[last], len, out, start);
         }
@@ -173,8 +183,12 @@ private:
         return {};
     }
     const FusedStep& step(std::size_t value) const { return program_->steps[value - inputs_]; }
-    float* fhome(FusedScratch& s, std::size_t v) const { return s.floats.data() + v * kBlock; }
-    std::int64_t* ihome(FusedScratch& s, std::size_t v) const { return s.ints.data() + v * kBlock; }
+    float* fhome(FusedScratch& s, std::size_t v) const {
+        return v == s.direct_value ? static_cast<float*>(s.direct) : s.floats.data() + v * kBlock;
+    }
+    std::int64_t* ihome(FusedScratch& s, std::size_t v) const {
+        return v == s.direct_value ? static_cast<std::int64_t*>(s.direct) : s.ints.data() + v * kBlock;
+    }
     // Temporaries 0..2 sit after the values' homes.
     float* ftemp(FusedScratch& s, int t) const { return fhome(s, dtypes_.size() + t); }
     std::int64_t* itemp(FusedScratch& s, int t) const { return ihome(s, dtypes_.size() + t); }

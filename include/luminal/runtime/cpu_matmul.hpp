@@ -83,7 +83,7 @@ BoundAxes operand_axes(const ShapeTracker& view, const DynMap& dims, DType dtype
 
 inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_view, DType b_dtype,
                    const std::byte* b_src, const ShapeTracker& b_view, const DynMap& dims, DType out_dtype,
-                   std::byte* out, std::uint32_t node, MatmulScratch& scratch) {
+                   std::byte* out, std::int64_t out_numel, std::uint32_t node, MatmulScratch& scratch) {
     using namespace matmul_detail;
     const std::size_t rank = a_view.rank();
     check(rank >= 2 && b_view.rank() == rank, "Matmul", "node {}: operands need equal ranks >= 2, got {} and {}", node,
@@ -103,6 +103,8 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
               A.axes[i].size, B.axes[i].size);
         batches *= A.axes[i].size;
     }
+    check(batches * m * n == out_numel, "Matmul", "node {}: the product has {} elements but the node has {}", node,
+          batches * m * n, out_numel);
 
     float* fout = nullptr;
     if (floats) {

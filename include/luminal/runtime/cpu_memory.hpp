@@ -2,12 +2,10 @@
 // Memory for the CPU backend's intermediate buffers. The runtime frees a
 // buffer as soon as its last consumer has run (liveness from the program
 // order), and the next node that needs memory takes the smallest free block
-// that is big enough (best fit over a free list keyed by capacity). When no
-// free block is big enough the largest free one grows, so the pool stays as
-// few blocks as the program's widest point needs. Blocks are kept across
-// executions, so a steady-state execute allocates nothing.
+// that is big enough (best fit over a free list keyed by capacity), or a new
+// block when none fits well. Blocks are kept across executions, so a
+// steady-state execute allocates nothing.
 #include <cstddef>
-#include <iterator>
 #include <map>
 #include <vector>
 
@@ -31,22 +29,16 @@ public:
     }
 
     BlockId acquire(std::size_t bytes) {
-        if (auto it = free_.lower_bound(bytes); it != free_.end()) {
+        // The smallest free block that fits, unless it would waste more than
+        // half of itself: a scalar must not pin a large block that the next
+        // large buffer then cannot use.
+        if (auto it = free_.lower_bound(bytes); it != free_.end() && fits_well(it->first, bytes)) {
             BlockId id = it->second;
             free_.erase(it);
             return id;
         }
-        BlockId id;
-        if (!free_.empty()) {
-            auto largest = std::prev(free_.end());
-            id = largest->second;
-            free_.erase(largest);
-            held_ -= blocks_[id].capacity();
-            blocks_[id].reserve(bytes);
-        } else {
-            id = blocks_.size();
-            blocks_.emplace_back(bytes);
-        }
+        BlockId id = blocks_.size();
+        blocks_.emplace_back(bytes);
         held_ += blocks_[id].capacity();
         return id;
     }
@@ -58,6 +50,10 @@ public:
     std::size_t block_count() const { return blocks_.size(); }
 
 private:
+    static bool fits_well(std::size_t capacity, std::size_t bytes) {
+        return capacity <= 2 * bytes || capacity - bytes <= 4 * AlignedBuffer::kAlign;
+    }
+
     std::vector<AlignedBuffer> blocks_;
     std::multimap<std::size_t, BlockId> free_;
     std::size_t held_ = 0;

@@ -83,7 +83,7 @@ inline void canonicalize(NodeSpec& f, std::vector<ClassId>& children) {
         FusedStep& st = steps[j];
         if ((st.kind == OpKind::Add || st.kind == OpKind::Mul) && hash[st.b] < hash[st.a]) std::swap(st.a, st.b);
         std::uint64_t h = (static_cast<std::uint64_t>(st.kind) << 8 | static_cast<std::uint64_t>(st.dtype)) * 0x100000001B3ull;
-        h ^= std::hash<double>{}(st.value) + st.iota.structural_key() * 31;
+        h ^= std::bit_cast<std::uint64_t>(st.value) + st.iota.structural_key() * 31;
         if (reads_operand(st.kind)) h = (h ^ hash[st.a]) * 0x9E3779B97F4A7C15ull;
         if (binary_step(st.kind)) h = (h ^ (hash[st.b] >> 1)) * 0xC2B2AE3D27D4EB4Full;
         hash[n_in + j] = h;

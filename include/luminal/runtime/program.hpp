@@ -4,6 +4,7 @@
 // A NodeSpec is everything about a node except where its inputs come from; the
 // e-graph interns NodeSpecs as e-node attributes, so lowering a choice of
 // e-nodes back to a Program is a walk that fills in the sources.
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -38,7 +39,10 @@ struct FusedStep {
     DType dtype = DType::F32;
     double value = 0;  // Constant
     Expression iota;   // Iota
-    friend bool operator==(const FusedStep&, const FusedStep&) = default;
+    friend bool operator==(const FusedStep& x, const FusedStep& y) {  // constants by bit pattern, as in Op
+        return x.kind == y.kind && x.a == y.a && x.b == y.b && x.dtype == y.dtype && x.iota == y.iota &&
+               std::bit_cast<std::uint64_t>(x.value) == std::bit_cast<std::uint64_t>(y.value);
+    }
 };
 
 struct FusedProgram {
@@ -64,7 +68,7 @@ struct NodeSpec {
     }
     std::size_t hash() const {
         std::size_t h = kind * 0x9E3779B97F4A7C15ull ^ static_cast<std::size_t>(dtype) ^ (std::size_t{hlir} << 20);
-        h = h * 31 + std::hash<double>{}(op.value) + op.axis * 7 + op.iota.hash();
+        h = h * 31 + std::bit_cast<std::uint64_t>(op.value) + op.axis * 7 + op.iota.hash();
         for (auto& v : views) h = h * 1000003u ^ v.hash();
         for (auto& d : shape) h = h * 131u ^ d.hash();
         if (fused) h ^= fused->steps.size() * 0x51ED27u;

@@ -1,0 +1,134 @@
+// CpuRuntime against peers measured in the same run:
+//  * a 256x256x256 Matmul program (Input, Input, Matmul, Output) against
+//    plain Eigen on the same matrices: the runtime's overhead around the GEMM
+//    (binding views, the output copy);
+//  * silu(x) * y over 1M f32 elements as one FusedElementwise node against the
+//    same graph run as separate primitives (program_of): what fusion saves.
+// Prints median ratios (run with --benchmark_repetitions=N for medians).
+#include <Eigen/Dense>
+#include <benchmark/benchmark.h>
+
+#include <luminal/luminal.hpp>
+
+#include "ratio_main.hpp"
+
+namespace {
+
+constexpr int kSize = 256;
+constexpr int kElements = 1 << 20;
+
+std::vector<float> random_values(std::size_t n) {
+    std::vector<float> v(n);
+    std::uint32_t state = 12345;
+    for (float& x : v) {
+        state = state * 1664525u + 1013904223u;
+        x = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
+    }
+    return v;
+}
+
+luminal::ProgramNode node(std::uint16_t kind, std::vector<luminal::ShapeTracker> views,
+                          std::vector<std::uint32_t> sources, luminal::Shape shape, luminal::NodeId hlir = luminal::kNoHlirNode) {
+    luminal::ProgramNode n;
+    n.spec.kind = kind;
+    n.spec.views = std::move(views);
+    n.spec.shape = std::move(shape);
+    n.spec.hlir = hlir;
+    n.sources = std::move(sources);
+    return n;
+}
+
+void BM_CpuMatmul(benchmark::State& state) {
+    luminal::Graph g;
+    auto a = g.tensor({kSize, kSize}), b = g.tensor({kSize, kSize});
+    auto out = g.tensor({kSize, kSize}).output();  // the graph node the program's Output stands for
+    using luminal::symbol_of;
+    luminal::Shape sq{kSize, kSize};
+    luminal::ShapeTracker plain(sq);
+    luminal::Program p;
+    p.nodes.push_back(node(symbol_of(luminal::OpKind::Input), {}, {}, sq, a.id()));
+    p.nodes.push_back(node(symbol_of(luminal::OpKind::Input), {}, {}, sq, b.id()));
+    // a @ b: the Matmul reads b as [n, k], i.e. b transposed.
+    p.nodes.push_back(node(symbol_of(luminal::BackendOp::Matmul), {plain, plain.permute({1, 0})}, {0, 1}, sq));
+    p.nodes.push_back(node(symbol_of(luminal::OpKind::Output), {plain}, {2}, sq, out.id()));
+    luminal::CpuRuntime rt;
+    rt.load(p);
+    rt.set_data(a, random_values(kSize * kSize));
+    rt.set_data(b, random_values(kSize * kSize));
+    for (auto _ : state) rt.execute({});
+    state.SetItemsProcessed(state.iterations() * 2LL * kSize * kSize * kSize);
+}
+
+void BM_EigenMatmul(benchmark::State& state) {
+    Eigen::MatrixXf a = Eigen::Map<Eigen::MatrixXf>(random_values(kSize * kSize).data(), kSize, kSize);
+    Eigen::MatrixXf b = Eigen::Map<Eigen::MatrixXf>(random_values(kSize * kSize).data(), kSize, kSize);
+    Eigen::MatrixXf c(kSize, kSize);
+    for (auto _ : state) {
+        c.noalias() = a * b;
+        benchmark::DoNotOptimize(c.data());
+    }
+    state.SetItemsProcessed(state.iterations() * 2LL * kSize * kSize * kSize);
+}
+
+// silu(x) * y = x * recip(1 + exp2(x * -log2(e))) * y
+struct SiluGraph {
+    luminal::Graph g;
+    luminal::GraphTensor x = g.tensor({kElements}), y = g.tensor({kElements});
+    luminal::GraphTensor out = (x.silu() * y).output();
+};
+
+void BM_CpuSiluMulFused(benchmark::State& state) {
+    SiluGraph s;
+    using luminal::FusedStep;
+    using luminal::OpKind;
+    auto program = std::make_shared<luminal::FusedProgram>();
+    auto step = [](OpKind k, std::uint16_t a, std::uint16_t b, double value = 0) {
+        return FusedStep{k, a, b, luminal::DType::F32, value, luminal::Expression()};
+    };
+    // slots: 0 = x, 1 = y, 2 + j = step j
+    program->steps = {step(OpKind::Constant, 0, 0, -1.4426950408889634),
+                      step(OpKind::Mul, 0, 2),
+                      step(OpKind::Exp2, 3, 0),
+                      step(OpKind::Constant, 0, 0, 1.0),
+                      step(OpKind::Add, 4, 5),
+                      step(OpKind::Recip, 6, 0),
+                      step(OpKind::Mul, 0, 7),
+                      step(OpKind::Mul, 8, 1)};
+    luminal::Shape shape{kElements};
+    luminal::ShapeTracker plain(shape);
+    luminal::Program p;
+    using luminal::symbol_of;
+    p.nodes.push_back(node(symbol_of(OpKind::Input), {}, {}, shape, s.x.id()));
+    p.nodes.push_back(node(symbol_of(OpKind::Input), {}, {}, shape, s.y.id()));
+    p.nodes.push_back(node(symbol_of(luminal::BackendOp::FusedElementwise), {plain, plain}, {0, 1}, shape));
+    p.nodes.back().spec.fused = program;
+    p.nodes.push_back(node(symbol_of(OpKind::Output), {plain}, {2}, shape, s.out.id()));
+    luminal::CpuRuntime rt;
+    rt.load(p);
+    rt.set_data(s.x, random_values(kElements));
+    rt.set_data(s.y, random_values(kElements));
+    for (auto _ : state) rt.execute({});
+    state.SetItemsProcessed(state.iterations() * kElements);
+}
+
+void BM_CpuSiluMulPrimitives(benchmark::State& state) {
+    SiluGraph s;
+    luminal::CpuRuntime rt;
+    rt.load(luminal::program_of(s.g));
+    rt.set_data(s.x, random_values(kElements));
+    rt.set_data(s.y, random_values(kElements));
+    for (auto _ : state) rt.execute({});
+    state.SetItemsProcessed(state.iterations() * kElements);
+}
+
+BENCHMARK(BM_CpuMatmul)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EigenMatmul)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CpuSiluMulFused)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CpuSiluMulPrimitives)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return luminal_bench::run_with_ratios(
+        argc, argv, {{"BM_CpuMatmul", "BM_EigenMatmul"}, {"BM_CpuSiluMulFused", "BM_CpuSiluMulPrimitives"}});
+}

@@ -1,0 +1,372 @@
+#pragma once
+// CpuRuntime: the fast CPU backend. Same API and error behaviour as
+// ReferenceRuntime (the oracle it is tested against), but buffers are typed
+// and contiguous (f32 as float, f16/bf16 as 16-bit patterns, integers in their
+// width), views are walked without per-element index algebra, elementwise
+// work of any kind runs through one blocked kernel (cpu_fused.hpp), Matmul
+// runs on Eigen's GEMM, and intermediate buffers are recycled by liveness
+// (cpu_memory.hpp). Single-threaded and deterministic.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "luminal/egraph/core_rules.hpp"
+#include "luminal/egraph/rule.hpp"
+#include "luminal/graph/graph.hpp"
+#include "luminal/graph/graph_tensor.hpp"
+#include "luminal/runtime/cpu_dtype.hpp"
+#include "luminal/runtime/cpu_fused.hpp"
+#include "luminal/runtime/cpu_indexing.hpp"
+#include "luminal/runtime/cpu_matmul.hpp"
+#include "luminal/runtime/cpu_memory.hpp"
+#include "luminal/runtime/cpu_reduce.hpp"
+#include "luminal/runtime/cpu_rules.hpp"
+#include "luminal/runtime/cpu_view.hpp"
+#include "luminal/runtime/program.hpp"
+
+namespace luminal {
+
+class CpuRuntime {
+public:
+    // The search picks among core rewrites and the CPU kernels (Matmul, fused regions).
+    using Rules = egraph::concat_t<egraph::CoreRules, egraph::CpuRules>;
+
+    void load(const Program& program) {
+        nodes_ = program.nodes;
+        const std::size_t count = nodes_.size();
+        plans_.assign(count, Plan{});
+        last_use_.resize(count);
+        for (std::uint32_t id = 0; id < count; ++id) last_use_[id] = id;  // unused results die at once
+        for (std::uint32_t id = 0; id < count; ++id) {
+            const ProgramNode& node = nodes_[id];
+            check(node.sources.size() == node.spec.views.size(), "CpuRuntime::load",
+                  "node {} has {} sources but {} views", id, node.sources.size(), node.spec.views.size());
+            for (std::uint32_t source : node.sources) {
+                check(source < id, "CpuRuntime::load", "node {} reads node {}, which does not come before it", id,
+                      source);
+                last_use_[source] = std::max(last_use_[source], id);
+            }
+            plans_[id] = plan(node, id);
+        }
+        plan_output_forwarding();
+        inputs_.assign(count, std::nullopt);
+        outputs_.assign(count, cpu::AlignedBuffer{});
+        computed_.assign(count, false);
+        data_.assign(count, nullptr);
+        numel_.assign(count, 0);
+        block_.assign(count, kNoBlock);
+        pool_.clear();
+    }
+
+    // Binds values to an Input tensor; they persist across execute() calls.
+    void set_data(const GraphTensor& t, const std::vector<float>& values) { set_values(t, std::span(values)); }
+    template <typename T>
+    void set_data(const GraphTensor& t, const std::vector<T>& values) { set_values(t, std::span(values)); }
+
+    void execute(const DynMap& dims) {
+        pool_.reset();
+        std::fill(block_.begin(), block_.end(), kNoBlock);
+        std::fill(computed_.begin(), computed_.end(), false);
+        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
+            const NodeSpec& node = nodes_[id].spec;
+            std::int64_t n = numel(node.shape, dims, id);
+            numel_[id] = n;
+            if (plans_[id].exec == Exec::Input) {
+                check(inputs_[id].has_value(), "CpuRuntime::execute", "input '{}' (node {}) has no data; call set_data",
+                      node.op.label, node.hlir);
+                check(inputs_[id]->count == n, "CpuRuntime::execute",
+                      "input '{}' (node {}) has {} values but its shape {} needs {}", node.op.label, node.hlir,
+                      inputs_[id]->count, to_string(node.shape), n);
+                data_[id] = inputs_[id]->buffer.data();
+                continue;
+            }
+            std::size_t bytes = static_cast<std::size_t>(n) * size_of(node.dtype);
+            if (plans_[id].forwarded) {  // the producer already wrote this output's buffer
+                data_[id] = outputs_[id].data();
+                computed_[id] = true;
+                continue;
+            }
+            if (plans_[id].exec == Exec::Output || plans_[id].forward_to) {
+                std::uint32_t out = plans_[id].forward_to.value_or(id);
+                outputs_[out].reserve(bytes);
+                data_[id] = outputs_[out].data();
+            } else {
+                block_[id] = pool_.acquire(bytes);
+                data_[id] = pool_.data(block_[id]);
+            }
+            run(id, n, dims);
+            computed_[id] = true;
+            for (std::uint32_t source : plans_[id].sources) release_if_dead(source, id);
+            release_if_dead(id, id);
+        }
+    }
+
+    std::vector<float> get_f32(const GraphTensor& t) const { return get<float>(t); }
+    template <typename T>
+    std::vector<T> get(const GraphTensor& t) const {
+        std::uint32_t id = output_node(t);
+        std::vector<T> out(static_cast<std::size_t>(numel_[id]));
+        cpu::visit_dtype(nodes_[id].spec.dtype, [&]<DType D>(cpu::DTypeTag<D>) {
+            auto* src = reinterpret_cast<const cpu::storage_t<D>*>(outputs_[id].data());
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                if constexpr (std::is_floating_point_v<T>)
+                    out[i] = static_cast<T>(static_cast<double>(cpu::to_lane<D>(src[i])));
+                else
+                    out[i] = static_cast<T>(cpu::read_as<std::int64_t, D>(src[i]));
+            }
+        });
+        return out;
+    }
+
+    // Bytes held for intermediate buffers (not inputs or outputs) at the
+    // widest point of the executions so far, after reuse.
+    std::size_t peak_bytes() const { return pool_.held_bytes(); }
+
+private:
+    enum class Exec { Input, Output, Constant, Elementwise, Reduce, Gather, Scatter, Matmul };
+    static constexpr cpu::BufferPool::BlockId kNoBlock = ~cpu::BufferPool::BlockId{0};
+
+    struct Plan {
+        Exec exec = Exec::Input;
+        std::vector<std::uint32_t> sources;  // distinct
+        std::shared_ptr<const cpu::FusedKernel> kernel;  // Output and Elementwise
+        std::optional<std::uint32_t> forward_to;  // writes straight into this Output's buffer
+        bool forwarded = false;                   // Output whose producer wrote its buffer
+    };
+    struct InputData {
+        cpu::AlignedBuffer buffer;
+        std::int64_t count = 0;
+    };
+
+    // Decides how a node runs; elementwise primitives become one-step programs.
+    Plan plan(const ProgramNode& node, std::uint32_t id) const {
+        Plan p;
+        for (std::uint32_t s : node.sources)
+            if (std::find(p.sources.begin(), p.sources.end(), s) == p.sources.end()) p.sources.push_back(s);
+        const NodeSpec& spec = node.spec;
+        auto program = std::make_shared<FusedProgram>();
+        auto kind = static_cast<OpKind>(spec.kind);
+        if (spec.kind == symbol_of(BackendOp::Matmul)) {
+            check(node.sources.size() == 2, "CpuRuntime::load", "Matmul node {} needs 2 inputs", id);
+            p.exec = Exec::Matmul;
+            return p;
+        }
+        if (spec.kind == symbol_of(BackendOp::FusedElementwise)) {
+            check(spec.fused != nullptr, "CpuRuntime::load", "FusedElementwise node {} has no program", id);
+            p.exec = Exec::Elementwise;
+            p.kernel = std::make_shared<cpu::FusedKernel>(spec.fused, source_dtypes(node), spec.dtype, id);
+            return p;
+        }
+        check(!is_backend_op(spec.kind), "CpuRuntime::load", "cannot run backend op {}", symbol_name(spec.kind));
+        switch (kind) {
+            case OpKind::Input: p.exec = Exec::Input; return p;
+            case OpKind::Constant: p.exec = Exec::Constant; return p;
+            case OpKind::SumReduce: case OpKind::MaxReduce: p.exec = Exec::Reduce; return p;
+            case OpKind::Gather: p.exec = Exec::Gather; return p;
+            case OpKind::Scatter: p.exec = Exec::Scatter; return p;
+            case OpKind::Output: case OpKind::Cast:
+                program->steps.push_back(FusedStep{OpKind::Cast, 0, 0, spec.dtype, 0, Expression()});
+                break;
+            case OpKind::Iota: program->steps.push_back(FusedStep{OpKind::Iota, 0, 0, spec.dtype, 0, spec.op.iota}); break;
+            default:  // unary and binary primitives
+                program->steps.push_back(FusedStep{kind, 0, 1, spec.dtype, 0, Expression()});
+                if (is_unary(kind)) program->steps.back().b = 0;
+                break;
+        }
+        p.exec = kind == OpKind::Output ? Exec::Output : Exec::Elementwise;
+        p.kernel = std::make_shared<cpu::FusedKernel>(std::move(program), source_dtypes(node), spec.dtype, id);
+        return p;
+    }
+
+    // An Output that copies, unchanged, a result nobody else reads lets the
+    // producer write into the output buffer directly: no copy, no pool block.
+    void plan_output_forwarding() {
+        std::vector<std::uint32_t> readers(nodes_.size(), 0);
+        for (auto& n : nodes_)
+            for (std::uint32_t s : n.sources) ++readers[s];
+        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
+            if (plans_[id].exec != Exec::Output) continue;
+            std::uint32_t s = nodes_[id].sources[0];
+            const NodeSpec &out = nodes_[id].spec, &src = nodes_[s].spec;
+            bool forward = readers[s] == 1 && plans_[s].exec != Exec::Input && plans_[s].exec != Exec::Output &&
+                           src.dtype == out.dtype && out.views[0].is_contiguous() &&
+                           product(src.shape) == product(out.shape);
+            if (!forward) continue;
+            plans_[s].forward_to = id;
+            plans_[id].forwarded = true;
+        }
+    }
+
+    std::vector<DType> source_dtypes(const ProgramNode& node) const {
+        std::vector<DType> out;
+        for (std::uint32_t s : node.sources) out.push_back(nodes_[s].spec.dtype);
+        return out;
+    }
+
+    template <typename T>
+    void set_values(const GraphTensor& t, std::span<const T> values) {
+        std::optional<std::uint32_t> index;
+        for (std::uint32_t i = 0; i < nodes_.size() && !index; ++i)
+            if (nodes_[i].spec.kind == symbol_of(OpKind::Input) && nodes_[i].spec.hlir == t.id()) index = i;
+        check(index.has_value(), "set_data", "node {} is not an input of the compiled graph", t.id());
+        const NodeSpec& node = nodes_[*index].spec;
+        if (std::none_of(node.shape.begin(), node.shape.end(), [](auto& d) { return !d.dims().empty(); })) {
+            std::int64_t n = numel(node.shape, {}, *index);
+            check(static_cast<std::int64_t>(values.size()) == n, "set_data",
+                  "input '{}' has shape {} ({} elements) but {} values were given", node.op.label, to_string(node.shape),
+                  n, values.size());
+        }
+        InputData in{cpu::AlignedBuffer(values.size() * size_of(node.dtype)), static_cast<std::int64_t>(values.size())};
+        cpu::visit_dtype(node.dtype, [&]<DType D>(cpu::DTypeTag<D>) {
+            auto* out = reinterpret_cast<cpu::storage_t<D>*>(in.buffer.data());
+            for (std::size_t i = 0; i < values.size(); ++i) {
+                if constexpr (std::is_floating_point_v<T>)
+                    out[i] = cpu::to_storage<D>(cpu::cast_double<D>(static_cast<double>(values[i])));
+                else
+                    out[i] = cpu::to_storage<D>(cpu::cast_lane<D>(static_cast<std::int64_t>(values[i])));
+            }
+        });
+        inputs_[*index] = std::move(in);
+    }
+
+    std::uint32_t output_node(const GraphTensor& t) const {
+        std::optional<NodeId> hlir = t.graph().output_of(t.id());
+        std::optional<std::uint32_t> out;
+        for (std::uint32_t i = 0; i < nodes_.size() && hlir && !out; ++i)
+            if (nodes_[i].spec.kind == symbol_of(OpKind::Output) && nodes_[i].spec.hlir == *hlir) out = i;
+        check(out.has_value(), "get", "node {} ({}) is not an output; call .output() on it before compile", t.id(),
+              name_of(t.graph().node(t.id()).op.kind));
+        check(computed_[*out], "get", "output node {} has not been computed; call execute first", *hlir);
+        return *out;
+    }
+
+    static std::int64_t numel(const Shape& shape, const DynMap& dims, std::uint32_t id) {
+        std::int64_t n = 1;
+        for (auto& d : shape) {
+            for (char c : d.dims())
+                check(dims.contains(c), "CpuRuntime::execute",
+                      "dynamic dimension '{}' is not set (needed by node {}, shape {}); call set_dim", c, id,
+                      to_string(shape));
+            n *= d.eval(dims);
+        }
+        return n;
+    }
+
+    void release_if_dead(std::uint32_t node, std::uint32_t consumer) {
+        if (last_use_[node] != consumer || block_[node] == kNoBlock) return;
+        pool_.release(block_[node]);
+        block_[node] = kNoBlock;
+    }
+
+    // Input k of node id, bound to dims, checked to stay inside its buffer.
+    cpu::StridedView bound_view(std::uint32_t id, std::size_t k, const DynMap& dims) const {
+        cpu::StridedView v(nodes_[id].spec.views[k], dims);
+        std::uint32_t source = nodes_[id].sources[k];
+        if (auto e = v.extent()) {
+            std::int64_t bad = e->first < 0 ? e->first : e->second;
+            check(e->first >= 0 && e->second < numel_[source], "CpuRuntime",
+                  "node {} reads position {} of a {}-element buffer (invalid view)", id, bad, numel_[source]);
+        }
+        return v;
+    }
+    cpu::ViewedBuffer viewed(std::uint32_t id, std::size_t k, const cpu::StridedView& v) const {
+        std::uint32_t source = nodes_[id].sources[k];
+        return cpu::ViewedBuffer{nodes_[source].spec.dtype, data_[source], v};
+    }
+
+    void run(std::uint32_t id, std::int64_t n, const DynMap& dims);
+
+    std::vector<ProgramNode> nodes_;
+    std::vector<Plan> plans_;
+    std::vector<std::uint32_t> last_use_;
+    std::vector<std::optional<InputData>> inputs_;
+    std::vector<cpu::AlignedBuffer> outputs_;  // per Output node; kept for get()
+    std::vector<bool> computed_;
+    // Per execution: where each node's values are, and how many.
+    std::vector<std::byte*> data_;
+    std::vector<std::int64_t> numel_;
+    std::vector<cpu::BufferPool::BlockId> block_;
+    cpu::BufferPool pool_;
+    cpu::FusedScratch fused_scratch_;
+    cpu::ReduceScratch reduce_scratch_;
+    cpu::MatmulScratch matmul_scratch_;
+    cpu::IndexScratch index_scratch_;
+};
+
+inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims) {
+    const ProgramNode& node = nodes_[id];
+    const NodeSpec& spec = node.spec;
+    const Plan& p = plans_[id];
+    std::byte* out = data_[id];
+    std::vector<cpu::StridedView> views;
+    for (std::size_t k = 0; k < node.sources.size(); ++k) views.push_back(bound_view(id, k, dims));
+    auto source_dtype = [&](std::size_t k) { return nodes_[node.sources[k]].spec.dtype; };
+
+    switch (p.exec) {
+        case Exec::Input: return;
+        case Exec::Constant:
+            cpu::visit_dtype(spec.dtype, [&]<DType D>(cpu::DTypeTag<D>) {
+                auto* o = reinterpret_cast<cpu::storage_t<D>*>(out);
+                std::fill(o, o + n, cpu::storage_t<D>{});
+                if (n > 0) o[0] = cpu::to_storage<D>(cpu::cast_double<D>(spec.op.value));
+            });
+            return;
+        case Exec::Output: case Exec::Elementwise: {
+            auto kind = static_cast<OpKind>(spec.kind);
+            if (is_unary(kind))
+                check(is_float(source_dtype(0)), name_of(kind).data(), "node {} needs a float input, got {}", id,
+                      name_of(source_dtype(0)));
+            // Each input is read at the output's element index; a rank-0 view is
+            // a scalar read everywhere (as BoundView reads it).
+            for (std::size_t k = 0; k < views.size(); ++k)
+                check(views[k].numel() == n || spec.views[k].rank() == 0, "CpuRuntime",
+                      "node {} input {} has {} elements through its view but the node has {}", id, k, views[k].numel(), n);
+            // A same-dtype copy of a contiguous range needs no kernel.
+            bool copy = (kind == OpKind::Output || kind == OpKind::Cast) && source_dtype(0) == spec.dtype &&
+                        views[0].kind() == cpu::StridedView::Kind::Contiguous;
+            if (copy) {
+                std::size_t size = size_of(spec.dtype);
+                if (n > 0) std::memcpy(out, data_[node.sources[0]] + views[0].base() * size, n * size);
+                return;
+            }
+            std::vector<const std::byte*> sources;
+            for (std::uint32_t s : node.sources) sources.push_back(data_[s]);
+            cpu::FusedKernel::Bound bound = p.kernel->bind(std::move(views), std::move(sources), dims);
+            p.kernel->run(bound, out, 0, n, fused_scratch_);
+            return;
+        }
+        case Exec::Reduce:
+        {
+            check(spec.op.axis < spec.views[0].rank(), "CpuRuntime", "node {}: reduce axis {} out of range", id,
+                  spec.op.axis);
+            std::int64_t kept = 1;
+            for (std::size_t a = 0; a < spec.views[0].rank(); ++a)
+                if (a != spec.op.axis) kept *= spec.views[0].dim(a).eval(dims);
+            check(kept == n, "CpuRuntime", "node {}: reduce keeps {} elements but the node has {}", id, kept, n);
+            cpu::reduce(static_cast<OpKind>(spec.kind), spec.op.axis, source_dtype(0), data_[node.sources[0]],
+                        spec.views[0], dims, spec.dtype, out, reduce_scratch_);
+            return;
+        }
+        case Exec::Gather:
+            check(views[1].numel() == n, "Gather", "node {}: {} indexes for {} outputs", id, views[1].numel(), n);
+            cpu::gather(viewed(id, 0, views[0]), viewed(id, 1, views[1]), spec.dtype, out, n, id, index_scratch_);
+            return;
+        case Exec::Scatter:
+            check(views[0].numel() == n, "Scatter", "node {}: dest has {} elements, the output {}", id,
+                  views[0].numel(), n);
+            cpu::scatter(viewed(id, 0, views[0]), viewed(id, 1, views[1]), viewed(id, 2, views[2]), spec.dtype, out,
+                         n, id, index_scratch_);
+            return;
+        case Exec::Matmul:
+            cpu::matmul(source_dtype(0), data_[node.sources[0]], spec.views[0], source_dtype(1),
+                        data_[node.sources[1]], spec.views[1], dims, spec.dtype, out, n, id, matmul_scratch_);
+            return;
+    }
+}
+
+}  // namespace luminal

@@ -1,0 +1,156 @@
+// CpuRuntime on the programs the compiler actually produces: for model-shaped
+// graphs, candidate programs drawn from the e-graph saturated with
+// CpuRuntime::Rules (Matmul and fused regions in many combinations) run on
+// CpuRuntime and on ReferenceRuntime, the same program with the same inputs;
+// and Graph::compile with a profiled search on CpuRuntime.
+//
+// Tolerance: 2e-5 * (1 + |want|) for f32 (CpuRuntime's GEMM and reductions
+// accumulate in float, the reference in double); f16 as in cpu_test_support.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <luminal/luminal.hpp>
+
+#include "cpu_test_support.hpp"
+
+using luminal::DType;
+using luminal::Expression;
+using luminal::GraphTensor;
+namespace egraph = luminal::egraph;
+
+namespace {
+
+// The same random inputs on both runtimes; integers lie in [0, int_bound).
+void bind_both(luminal::CpuRuntime& cpu, luminal::ReferenceRuntime& ref, const luminal::Graph& g, std::int64_t int_bound) {
+    std::mt19937_64 rng(11);
+    for (luminal::NodeId id = 0; id < g.size(); ++id) {
+        const luminal::Node& n = g.node(id);
+        if (n.op.kind != luminal::OpKind::Input) continue;
+        GraphTensor t(const_cast<luminal::Graph*>(&g), id, luminal::ShapeTracker(n.shape), n.dtype);
+        auto gen = luminal::is_float(n.dtype) ? cpu_test::uniform(-2, 2) : cpu_test::integers(0, int_bound - 1);
+        std::vector<double> v = gen(static_cast<std::size_t>(cpu_test::numel(n.shape, g.dyn_map())), rng);
+        cpu_test::bind_input(cpu, t, v);
+        cpu_test::bind_input(ref, t, v);
+    }
+}
+
+struct Tally {
+    std::size_t candidates = 0, with_matmul = 0, with_fused = 0;
+};
+
+Tally check_candidates(luminal::Graph& g, const std::vector<GraphTensor>& outputs, std::size_t wanted,
+                       std::int64_t int_bound = 4) {
+    egraph::HlirEGraph h;
+    egraph::build_egraph(g, h);
+    egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
+    egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, egraph::costing_dims(g.dyn_map())),
+                                         5);
+    std::vector<egraph::Choice> pool{generator.base()};
+    std::mt19937_64 rng(2);
+    luminal::CpuRuntime cpu;  // one runtime for every candidate, as the search uses it
+    Tally tally;
+    while (tally.candidates < wanted) {
+        generator.set_base(pool[rng() % pool.size()]);
+        auto candidate = generator.next();
+        if (!candidate) break;
+        luminal::Program p = egraph::lower(h.graph, h.ctx, *candidate, h.roots);
+        bool matmul = false, fused = false;
+        for (auto& n : p.nodes) {
+            matmul |= n.spec.kind == luminal::symbol_of(luminal::BackendOp::Matmul);
+            fused |= n.spec.kind == luminal::symbol_of(luminal::BackendOp::FusedElementwise);
+        }
+        tally.with_matmul += matmul;
+        tally.with_fused += fused;
+        luminal::ReferenceRuntime ref;
+        cpu.load(p);
+        ref.load(p);
+        bind_both(cpu, ref, g, int_bound);
+        cpu.execute(g.dyn_map());
+        ref.execute(g.dyn_map());
+        INFO("candidate " << tally.candidates << ":\n" << p.to_string());
+        for (std::size_t o = 0; o < outputs.size(); ++o) {
+            cpu_test::Tol tol = outputs[o].dtype() == DType::F32 ? cpu_test::Tol{2e-5, 2e-5}
+                                                                  : cpu_test::default_tol(outputs[o].dtype());
+            cpu_test::compare(cpu, ref, outputs[o], tol, "output " + std::to_string(o));
+        }
+        pool.push_back(std::move(*candidate));
+        ++tally.candidates;
+    }
+    return tally;
+}
+
+}  // namespace
+
+TEST_CASE("cpu candidates: MLP (Matmul + fused activations)") {
+    luminal::Graph g;
+    auto x = g.named_tensor("x", {'s', 16});
+    auto w1 = g.named_tensor("w1", {16, 32}), w2 = g.named_tensor("w2", {32, 8});
+    auto b1 = g.named_tensor("b1", {32});
+    g.set_dim('s', 3);
+    std::vector<GraphTensor> outs{((x.matmul(w1) + b1).gelu_tanh().matmul(w2).silu() * 0.5).output()};
+    Tally t = check_candidates(g, outs, 40);
+    CHECK(t.candidates == 40);
+    CHECK(t.with_matmul > 0);
+    CHECK(t.with_fused > 0);
+}
+
+TEST_CASE("cpu candidates: causal attention") {
+    luminal::Graph g;
+    Expression s = 's', z = Expression::index();
+    auto q = g.named_tensor("q", {2, s, 8}), k = g.named_tensor("k", {2, s, 8}), v = g.named_tensor("v", {2, s, 8});
+    g.set_dim('s', 5);
+    auto scores = q.matmul(k.transpose(1, 2)) * (1.0 / std::sqrt(8.0));
+    auto future = g.iota(gt(z % s, z / s % s), {2, s, s}).cast(DType::Bool);
+    std::vector<GraphTensor> outs{luminal::where(future, -INFINITY, scores).softmax(-1).matmul(v).output()};
+    Tally t = check_candidates(g, outs, 40);
+    CHECK(t.candidates == 40);
+    CHECK(t.with_matmul > 0);
+}
+
+TEST_CASE("cpu candidates: norms, gather / scatter, top-k") {
+    luminal::Graph g;
+    auto x = g.named_tensor("x", {4, 12}), w = g.named_tensor("w", {12});
+    auto table = g.named_tensor("table", {10, 6});
+    auto ids = g.named_tensor("ids", {5}, DType::I32);
+    auto cache = g.named_tensor("cache", {8, 6});
+    auto positions = g.named_tensor("positions", {5, 6}, DType::I32);
+    auto rows = table.index_select(0, ids);
+    std::vector<GraphTensor> outs{
+        (x.layer_norm({-1}) * w + 1.0).output(),
+        (x.rms_norm({-1}) * (w + 1.0)).output(),
+        cache.scatter_elements(0, positions, (rows - 1.0).sin()).output(),
+        (x * 1.5 - 0.25).softmax(-1).topk_indexes(3, -1).output(),
+    };
+    Tally t = check_candidates(g, outs, 40);
+    CHECK(t.candidates == 40);
+    CHECK(t.with_fused > 0);
+}
+
+TEST_CASE("cpu candidates: f16 matmul and activations") {
+    luminal::Graph g;
+    auto x = g.named_tensor("x", {6, 16}, DType::F16), w = g.named_tensor("w", {16, 8}, DType::F16);
+    std::vector<GraphTensor> outs{(x.matmul(w).silu() + 1.0).output()};
+    Tally t = check_candidates(g, outs, 20);
+    CHECK(t.candidates > 0);
+}
+
+TEST_CASE("cpu candidates: Graph::compile with a profiled search on CpuRuntime") {
+    luminal::Graph g;
+    auto x = g.named_tensor("x", {'s', 16});
+    auto w = g.named_tensor("w", {16, 16});
+    g.set_dim('s', 4);
+    GraphTensor y = (x.matmul(w).softmax(-1) * x).sum(-1).output();
+    luminal::CompileOptions options;
+    options.search_candidates = 12;
+    options.verbosity = 0;
+    auto cpu = g.compile(luminal::CpuRuntime{}, options);
+    luminal::ReferenceRuntime ref;
+    ref.load(luminal::program_of(g));
+    for (std::int64_t s : {4, 9}) {  // the compiled program runs at other sizes too
+        g.set_dim('s', s);
+        bind_both(cpu, ref, g, 4);
+        cpu.execute(g.dyn_map());
+        ref.execute(g.dyn_map());
+        cpu_test::compare(cpu, ref, y, {2e-5, 2e-5}, "compiled program at s = " + std::to_string(s));
+    }
+}
