@@ -6,12 +6,12 @@
 
 using namespace luminal;
 
-TEST_CASE("quickstart outer product") {
+TEST_CASE_TEMPLATE("quickstart outer product", Runtime, ReferenceRuntime, CpuRuntime) {
     Graph cx;
     auto a = cx.tensor({3, 1});
     auto b = cx.tensor({1, 4});
     auto c = a.matmul(b).output();
-    auto rt = cx.compile(ReferenceRuntime{});
+    auto rt = cx.compile(Runtime{});
     rt.set_data(a, {1, 2, 3});
     rt.set_data(b, {1, 2, 3, 3});
     rt.execute(cx.dyn_map());

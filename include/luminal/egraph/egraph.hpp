@@ -50,7 +50,7 @@ public:
         hashes_.push_back(h);
         ClassId c = static_cast<ClassId>(parent_.size());
         parent_.push_back(c);
-        classes_.push_back(EClass{{id}, {}});
+        classes_.emplace_back().nodes.push_back(id);
         node_class_.push_back(c);
         alive_.push_back(true);
         stamp_.push_back(epoch_);
@@ -94,7 +94,8 @@ public:
         for (ENodeId n : from.nodes) stamp_[n] = epoch_;  // their class changed: matches through them may be new
         into.nodes.insert(into.nodes.end(), from.nodes.begin(), from.nodes.end());
         into.parents.insert(into.parents.end(), from.parents.begin(), from.parents.end());
-        from = EClass{};
+        from.nodes.clear();
+        from.parents.clear();
         pending_.push_back(a);
         ++merges_;
         return true;
