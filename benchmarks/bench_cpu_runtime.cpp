@@ -10,22 +10,15 @@
 
 #include <luminal/luminal.hpp>
 
+#include "bench_data.hpp"
 #include "ratio_main.hpp"
 
 namespace {
 
+using luminal_bench::random_values;
+
 constexpr int kSize = 256;
 constexpr int kElements = 1 << 20;
-
-std::vector<float> random_values(std::size_t n) {
-    std::vector<float> v(n);
-    std::uint32_t state = 12345;
-    for (float& x : v) {
-        state = state * 1664525u + 1013904223u;
-        x = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
-    }
-    return v;
-}
 
 luminal::ProgramNode node(std::uint16_t kind, std::vector<luminal::ShapeTracker> views,
                           std::vector<std::uint32_t> sources, luminal::Shape shape, luminal::NodeId hlir = luminal::kNoHlirNode) {

@@ -6,21 +6,14 @@
 
 #include <luminal/luminal.hpp>
 
+#include "bench_data.hpp"
 #include "ratio_main.hpp"
 
 namespace {
 
-constexpr int kSize = 64;
+using luminal_bench::random_values;
 
-std::vector<float> random_values(std::size_t n) {
-    std::vector<float> v(n);
-    std::uint32_t state = 12345;
-    for (float& x : v) {
-        state = state * 1664525u + 1013904223u;
-        x = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
-    }
-    return v;
-}
+constexpr int kSize = 64;
 
 void BM_ReferenceMatmul(benchmark::State& state) {
     luminal::Graph g;

@@ -74,7 +74,7 @@ public:
         std::fill(computed_.begin(), computed_.end(), false);
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const NodeSpec& node = nodes_[id].spec;
-            std::int64_t n = numel(node.shape, dims, id);
+            std::int64_t n = numel_of(node.shape, dims, id);
             numel_[id] = n;
             if (plans_[id].exec == Exec::Input) {
                 check(inputs_[id].has_value(), "CpuRuntime::execute", "input '{}' (node {}) has no data; call set_data",
@@ -210,17 +210,9 @@ private:
 
     template <typename T>
     void set_values(const GraphTensor& t, std::span<const T> values) {
-        std::optional<std::uint32_t> index;
-        for (std::uint32_t i = 0; i < nodes_.size() && !index; ++i)
-            if (nodes_[i].spec.kind == symbol_of(OpKind::Input) && nodes_[i].spec.hlir == t.id()) index = i;
-        check(index.has_value(), "set_data", "node {} is not an input of the compiled graph", t.id());
-        const NodeSpec& node = nodes_[*index].spec;
-        if (std::none_of(node.shape.begin(), node.shape.end(), [](auto& d) { return !d.dims().empty(); })) {
-            std::int64_t n = numel(node.shape, {}, *index);
-            check(static_cast<std::int64_t>(values.size()) == n, "set_data",
-                  "input '{}' has shape {} ({} elements) but {} values were given", node.op.label, to_string(node.shape),
-                  n, values.size());
-        }
+        std::uint32_t index = input_index(nodes_, t.id());
+        const NodeSpec& node = nodes_[index].spec;
+        check_input_length(node, values.size(), index);
         InputData in{cpu::AlignedBuffer(values.size() * size_of(node.dtype)), static_cast<std::int64_t>(values.size())};
         cpu::visit_dtype(node.dtype, [&]<DType D>(cpu::DTypeTag<D>) {
             auto* out = reinterpret_cast<cpu::storage_t<D>*>(in.buffer.data());
@@ -231,7 +223,7 @@ private:
                     out[i] = cpu::to_storage<D>(cpu::cast_lane<D>(static_cast<std::int64_t>(values[i])));
             }
         });
-        inputs_[*index] = std::move(in);
+        inputs_[index] = std::move(in);
     }
 
     std::uint32_t output_node(const GraphTensor& t) const {
@@ -243,18 +235,6 @@ private:
               name_of(t.graph().node(t.id()).op.kind));
         check(computed_[*out], "get", "output node {} has not been computed; call execute first", *hlir);
         return *out;
-    }
-
-    static std::int64_t numel(const Shape& shape, const DynMap& dims, std::uint32_t id) {
-        std::int64_t n = 1;
-        for (auto& d : shape) {
-            for (char c : d.dims())
-                check(dims.contains(c), "CpuRuntime::execute",
-                      "dynamic dimension '{}' is not set (needed by node {}, shape {}); call set_dim", c, id,
-                      to_string(shape));
-            n *= d.eval(dims);
-        }
-        return n;
     }
 
     void release_if_dead(std::uint32_t node, std::uint32_t consumer) {

@@ -5,6 +5,7 @@
 // e-graph interns NodeSpecs as e-node attributes, so lowering a choice of
 // e-nodes back to a Program is a walk that fills in the sources.
 #include <bit>
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -92,6 +93,34 @@ struct Program {
     }
     std::string to_string() const;
 };
+
+// Shared by the runtimes' set_data / execute: the element count of a node's
+// shape under `dims` (Error naming the dim if one is unset), the program node
+// binding an HLIR Input, and the length check for statically shaped inputs.
+inline std::int64_t numel_of(const Shape& shape, const DynMap& dims, std::uint32_t node) {
+    std::int64_t n = 1;
+    for (auto& d : shape) {
+        for (char c : d.dims())
+            check(dims.contains(c), "execute", "dynamic dimension '{}' is not set (needed by node {}, shape {}); call set_dim",
+                  c, node, to_string(shape));
+        n *= d.eval(dims);
+    }
+    return n;
+}
+
+inline std::uint32_t input_index(const std::vector<ProgramNode>& nodes, NodeId hlir) {
+    for (std::uint32_t i = 0; i < nodes.size(); ++i)
+        if (nodes[i].spec.kind == symbol_of(OpKind::Input) && nodes[i].spec.hlir == hlir) return i;
+    throw Error("set_data", fmt::format("node {} is not an input of the compiled graph", hlir));
+}
+
+inline void check_input_length(const NodeSpec& input, std::size_t values, std::uint32_t index) {
+    bool static_shape = std::none_of(input.shape.begin(), input.shape.end(), [](auto& d) { return !d.dims().empty(); });
+    if (!static_shape) return;  // checked at execute, once the dims are known
+    std::int64_t n = numel_of(input.shape, {}, index);
+    check(static_cast<std::int64_t>(values) == n, "set_data", "input '{}' has shape {} ({} elements) but {} values were given",
+          input.op.label, to_string(input.shape), n, values);
+}
 
 // The HLIR graph as a program, node for node.
 inline Program program_of(const Graph& graph) {

@@ -41,7 +41,7 @@ public:
     void execute(const DynMap& dims) {
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const NodeSpec& node = nodes_[id].spec;
-            std::int64_t n = numel(node.shape, dims, id);
+            std::int64_t n = numel_of(node.shape, dims, id);
             if (node.kind == symbol_of(OpKind::Input)) {
                 check(buffers_[id].has_value(), "ReferenceRuntime::execute", "input '{}' (node {}) has no data; call set_data",
                       node.op.label, node.hlir);
@@ -70,23 +70,15 @@ public:
 private:
     template <typename T>
     void set_values(const GraphTensor& t, std::span<const T> values) {
-        std::optional<std::uint32_t> index;
-        for (std::uint32_t i = 0; i < nodes_.size() && !index; ++i)
-            if (nodes_[i].spec.kind == symbol_of(OpKind::Input) && nodes_[i].spec.hlir == t.id()) index = i;
-        check(index.has_value(), "set_data", "node {} is not an input of the compiled graph", t.id());
-        const NodeSpec& node = nodes_[*index].spec;
-        if (std::none_of(node.shape.begin(), node.shape.end(), [](auto& d) { return !d.dims().empty(); })) {
-            std::int64_t n = numel(node.shape, {}, *index);
-            check(static_cast<std::int64_t>(values.size()) == n, "set_data",
-                  "input '{}' has shape {} ({} elements) but {} values were given", node.op.label, to_string(node.shape),
-                  n, values.size());
-        }
+        std::uint32_t index = input_index(nodes_, t.id());
+        const NodeSpec& node = nodes_[index].spec;
+        check_input_length(node, values.size(), index);
         HostBuffer b(node.dtype, values.size());
         for (std::size_t i = 0; i < values.size(); ++i) {
             if constexpr (std::is_floating_point_v<T>) b.store_double(i, static_cast<double>(values[i]));
             else b.store_int(i, static_cast<std::int64_t>(values[i]));
         }
-        buffers_[*index] = std::move(b);
+        buffers_[index] = std::move(b);
     }
 
     const HostBuffer& output_buffer(const GraphTensor& t) const {
@@ -98,17 +90,6 @@ private:
               name_of(t.graph().node(t.id()).op.kind));
         check(buffers_[*out].has_value(), "get", "output node {} has not been computed; call execute first", *hlir);
         return *buffers_[*out];
-    }
-
-    static std::int64_t numel(const Shape& shape, const DynMap& dims, NodeId id) {
-        std::int64_t n = 1;
-        for (auto& d : shape) {
-            for (char c : d.dims())
-                check(dims.contains(c), "ReferenceRuntime::execute",
-                      "dynamic dimension '{}' is not set (needed by node {}, shape {}); call set_dim", c, id, to_string(shape));
-            n *= d.eval(dims);
-        }
-        return n;
     }
 
     void release_if_dead(std::uint32_t source, std::uint32_t consumer) {
