@@ -155,7 +155,12 @@ SearchResult search(const HlirEGraph& h, Runtime& rt, const Graph& graph, const 
     while (result.candidates < options.search_candidates && !out_of_time()) {
         std::optional<Choice> candidate = candidates.next();
         if (!candidate) break;
-        double t = detail::profile(rt, lower(h.graph, h.ctx, *candidate, h.roots), graph, dims);
+        double t;
+        try {
+            t = detail::profile(rt, lower(h.graph, h.ctx, *candidate, h.roots), graph, dims);
+        } catch (const Error&) {
+            continue;  // a candidate the runtime rejects (e.g. an unsupported layout) is just not a winner
+        }
         ++result.candidates;
         if (t < result.best_seconds) {
             result.best_seconds = t;
