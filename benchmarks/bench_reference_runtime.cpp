@@ -7,6 +7,7 @@
 #include <luminal/luminal.hpp>
 
 #include "bench_data.hpp"
+#include "eigen_peers.hpp"
 #include "ratio_main.hpp"
 
 namespace {
@@ -26,13 +27,7 @@ void BM_ReferenceMatmul(benchmark::State& state) {
 }
 
 void BM_EigenMatmul(benchmark::State& state) {
-    Eigen::MatrixXf a = Eigen::Map<Eigen::MatrixXf>(random_values(kSize * kSize).data(), kSize, kSize);
-    Eigen::MatrixXf b = Eigen::Map<Eigen::MatrixXf>(random_values(kSize * kSize).data(), kSize, kSize);
-    Eigen::MatrixXf c(kSize, kSize);
-    for (auto _ : state) {
-        c.noalias() = a * b;
-        benchmark::DoNotOptimize(c.data());
-    }
+    luminal_bench::eigen_matmul(state, kSize);
 }
 
 void BM_ReferenceSoftmax(benchmark::State& state) {

@@ -114,6 +114,16 @@ inline std::uint32_t input_index(const std::vector<ProgramNode>& nodes, NodeId h
     throw Error("set_data", fmt::format("node {} is not an input of the compiled graph", hlir));
 }
 
+// The program node publishing `tensor` (an Output node, or a tensor some
+// Output publishes); Error when it is not an output.
+inline std::uint32_t output_index(const std::vector<ProgramNode>& nodes, const Graph& graph, NodeId tensor) {
+    std::optional<NodeId> hlir = graph.output_of(tensor);
+    for (std::uint32_t i = 0; i < nodes.size() && hlir; ++i)
+        if (nodes[i].spec.kind == symbol_of(OpKind::Output) && nodes[i].spec.hlir == *hlir) return i;
+    throw Error("get", fmt::format("node {} ({}) is not an output; call .output() on it before compile", tensor,
+                                   name_of(graph.node(tensor).op.kind)));
+}
+
 inline void check_input_length(const NodeSpec& input, std::size_t values, std::uint32_t index) {
     bool static_shape = std::none_of(input.shape.begin(), input.shape.end(), [](auto& d) { return !d.dims().empty(); });
     if (!static_shape) return;  // checked at execute, once the dims are known

@@ -82,14 +82,10 @@ private:
     }
 
     const HostBuffer& output_buffer(const GraphTensor& t) const {
-        std::optional<NodeId> hlir = t.graph().output_of(t.id());
-        std::optional<std::uint32_t> out;
-        for (std::uint32_t i = 0; i < nodes_.size() && hlir && !out; ++i)
-            if (nodes_[i].spec.kind == symbol_of(OpKind::Output) && nodes_[i].spec.hlir == *hlir) out = i;
-        check(out.has_value(), "get", "node {} ({}) is not an output; call .output() on it before compile", t.id(),
-              name_of(t.graph().node(t.id()).op.kind));
-        check(buffers_[*out].has_value(), "get", "output node {} has not been computed; call execute first", *hlir);
-        return *buffers_[*out];
+        std::uint32_t out = output_index(nodes_, t.graph(), t.id());
+        check(buffers_[out].has_value(), "get", "output node {} has not been computed; call execute first",
+              nodes_[out].spec.hlir);
+        return *buffers_[out];
     }
 
     void release_if_dead(std::uint32_t source, std::uint32_t consumer) {
