@@ -10,8 +10,11 @@ PACKAGES=(
   libabsl-dev         # flat_hash_set for the e-graph hash-cons
   doctest-dev         # tests
   libbenchmark-dev    # benchmarks
-  nlohmann-json3-dev  # JSON (configs, tokenizers) in later stages
-  libpcre2-dev        # Unicode regex for tokenizers in later stages
+  pkg-config          # finds PCRE2 and utf8proc (no CMake packages on Debian)
+  nlohmann-json3-dev  # JSON: config.json, tokenizer.json, safetensors headers
+  libpcre2-dev        # Unicode-class regex of tokenizer pre-tokenizers
+  libutf8proc-dev     # NFC normalization of tokenizers
+  clang libclang-rt-14-dev  # libFuzzer targets of the file parsers
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
