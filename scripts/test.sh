@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # THE test command: installs dependencies, then
 #   (a) release build of everything (tests, examples, benchmarks) + all tests;
-#   (b) Debug -O1 build with ASan + UBSan + the `unit` tests.
-# Both stages always run; the last line is "<N> passed, <N> failed" summed over
-# both ctest runs (a failed configure/build counts as one failure).
-# Environment: see scripts/common.sh; LUMINAL_SKIP_ASAN=1 skips stage (b).
+#   (b) Debug -O1 build with ASan + UBSan + the `unit` tests;
+#   (c) clang build of the libFuzzer targets + a short run of each (`fuzz`).
+# All stages always run; the last line is "<N> passed, <N> failed" summed over
+# all ctest runs (a failed configure/build counts as one failure).
+# Environment: see scripts/common.sh; LUMINAL_SKIP_ASAN=1 skips stage (b),
+# LUMINAL_SKIP_FUZZ=1 stage (c).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -77,6 +79,10 @@ if [[ "${LUMINAL_SKIP_ASAN:-0}" != 1 ]]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
   stage asan "$ASAN_DIR" -L unit -- "${ASAN_ARGS[@]}"
+fi
+
+if [[ "${LUMINAL_SKIP_FUZZ:-0}" != 1 ]]; then
+  stage fuzz "$FUZZ_DIR" -L fuzz -- "${FUZZ_ARGS[@]}"
 fi
 
 echo "$passed passed, $failed failed"
