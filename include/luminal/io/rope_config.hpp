@@ -16,7 +16,8 @@ struct RopeConfig {
     double theta = 10000.0;
     // Fraction of each head's dimensions that rotate (the rest pass through).
     double partial_rotary_factor = 1.0;
-    double factor = 1.0;  // Linear: positions divided by it; Llama3: long-wavelength scale
+    // Linear, Proportional: frequencies divided by it; Llama3: long-wavelength scale.
+    double factor = 1.0;
     double low_freq_factor = 1.0;                    // Llama3
     double high_freq_factor = 4.0;                   // Llama3
     std::int64_t original_max_position_embeddings = 0;  // Llama3
@@ -40,8 +41,9 @@ inline RopeType parse_rope_type(const std::string& name, const std::string& wher
     if (name == "default") return RopeType::Default;
     if (name == "linear") return RopeType::Linear;
     if (name == "llama3") return RopeType::Llama3;
-    // Gemma 4: rotates partial_rotary_factor of the pairs and keeps the frequencies
-    // of the full head size, which is what the partial factor means here anyway.
+    // Gemma 4: the first partial_rotary_factor of the pairs rotate with frequencies
+    // of the full head size; the rest have frequency 0. (Default with a partial
+    // factor instead spreads the frequencies over the rotated part only.)
     if (name == "proportional") return RopeType::Proportional;
     throw Error(where, fmt::format("rope_type '{}' is not supported (supported: default, linear, "
                                    "llama3, proportional)", name));
@@ -59,6 +61,7 @@ inline RopeConfig parse_rope_object(const Json& object, RopeConfig base, const s
         json_value_or<double>(object, "partial_rotary_factor", base.partial_rotary_factor, where);
     if (rope.type == RopeType::Linear || rope.type == RopeType::Llama3)
         rope.factor = json_required<double>(object, "factor", where);
+    if (rope.type == RopeType::Proportional) rope.factor = json_value_or<double>(object, "factor", 1.0, where);
     if (rope.type == RopeType::Llama3) {
         rope.low_freq_factor = json_required<double>(object, "low_freq_factor", where);
         rope.high_freq_factor = json_required<double>(object, "high_freq_factor", where);
