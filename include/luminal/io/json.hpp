@@ -29,6 +29,13 @@ inline Json parse_json(std::string_view text, const std::string& where) {
     }
 }
 
+// `value` as compact JSON, cut to a length that fits in an error message.
+inline std::string json_excerpt(const Json& value) {
+    std::string shown = value.dump();
+    if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+    return shown;
+}
+
 namespace detail {
 
 template <typename T>
@@ -118,11 +125,9 @@ template <typename T>
 T convert_field(const Json& value, std::string_view key, const std::string& where) {
     auto converted = JsonType<T>::get(value);
     if (!converted) {
-        std::string shown = value.dump();
-        if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
         throw Error(where, fmt::format("field '{}' must be {}{}, got {} {}", key, JsonType<T>::name,
                                        std::integral<T> && !std::same_as<T, bool> ? " in range" : "",
-                                       value.type_name(), shown));
+                                       value.type_name(), json_excerpt(value)));
     }
     return std::move(*converted);
 }
