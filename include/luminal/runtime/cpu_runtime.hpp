@@ -68,6 +68,31 @@ public:
     template <typename T>
     void set_data(const GraphTensor& t, const std::vector<T>& values) { set_values(t, std::span(values)); }
 
+    // Binds raw little-endian elements of the input's own dtype (bf16 weights
+    // straight from a safetensors file, say): one copy, no conversion.
+    void set_bytes(const GraphTensor& t, std::span<const std::byte> bytes) {
+        std::uint32_t index = input_index(nodes_, t.id());
+        std::size_t count = byte_input_count(nodes_[index].spec, bytes.size(), index);
+        InputData in{cpu::AlignedBuffer(bytes.size()), static_cast<std::int64_t>(count)};
+        if (!bytes.empty()) std::memcpy(in.buffer.data(), bytes.data(), bytes.size());
+        inputs_[index] = std::move(in);
+    }
+
+    // The latest values of `output` become the data of `input` without a copy:
+    // how state (a KV cache) carries from one execute() to the next. The
+    // output's buffer is recomputed by the next execute().
+    void move_output_to_input(const GraphTensor& output, const GraphTensor& input) {
+        std::uint32_t out = output_node(output);
+        std::uint32_t in = input_index(nodes_, input.id());
+        check(nodes_[out].spec.dtype == nodes_[in].spec.dtype, "move_output_to_input",
+              "output is {} but input '{}' is {}", name_of(nodes_[out].spec.dtype), nodes_[in].spec.op.label,
+              name_of(nodes_[in].spec.dtype));
+        InputData moved{std::move(outputs_[out]), numel_[out]};
+        outputs_[out] = inputs_[in] ? std::move(inputs_[in]->buffer) : cpu::AlignedBuffer{};
+        inputs_[in] = std::move(moved);
+        computed_[out] = false;
+    }
+
     void execute(const DynMap& dims) {
         pool_.reset();
         std::fill(block_.begin(), block_.end(), kNoBlock);

@@ -132,6 +132,15 @@ inline void check_input_length(const NodeSpec& input, std::size_t values, std::u
           input.op.label, to_string(input.shape), n, values);
 }
 
+// Element count of raw input bytes; they must be whole elements of the input's dtype.
+inline std::size_t byte_input_count(const NodeSpec& input, std::size_t bytes, std::uint32_t index) {
+    const std::size_t element = size_of(input.dtype);
+    check(bytes % element == 0, "set_bytes", "input '{}' is {} ({} bytes per element) but {} bytes were given",
+          input.op.label, name_of(input.dtype), element, bytes);
+    check_input_length(input, bytes / element, index);
+    return bytes / element;
+}
+
 // The HLIR graph as a program, node for node.
 inline Program program_of(const Graph& graph) {
     Program p;

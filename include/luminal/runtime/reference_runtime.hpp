@@ -3,6 +3,9 @@
 // op.hpp defines them, for every dtype. It is the oracle other backends are
 // tested against, so it favours clarity and checks over speed.
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <span>
@@ -38,6 +41,41 @@ public:
     template <typename T>
     void set_data(const GraphTensor& t, const std::vector<T>& values) { set_values(t, std::span(values)); }
 
+    // Binds raw little-endian elements of the input's own dtype.
+    void set_bytes(const GraphTensor& t, std::span<const std::byte> bytes) {
+        std::uint32_t index = input_index(nodes_, t.id());
+        const NodeSpec& node = nodes_[index].spec;
+        std::size_t count = byte_input_count(node, bytes.size(), index);
+        HostBuffer b(node.dtype, count);
+        const std::byte* p = bytes.data();
+        for (std::size_t i = 0; i < count; ++i) {
+            switch (node.dtype) {
+                case DType::F32: b.store_double(i, load<float>(p, i)); break;
+                case DType::F16: b.store_double(i, f16_bits_to_f32(load<std::uint16_t>(p, i))); break;
+                case DType::BF16: b.store_double(i, bf16_bits_to_f32(load<std::uint16_t>(p, i))); break;
+                case DType::I32: b.store_int(i, load<std::int32_t>(p, i)); break;
+                case DType::I64: b.store_int(i, load<std::int64_t>(p, i)); break;
+                case DType::U8:
+                case DType::Bool: b.store_int(i, load<std::uint8_t>(p, i)); break;
+            }
+        }
+        buffers_[index] = std::move(b);
+    }
+
+    // The latest values of `output` become the data of `input` (a KV cache
+    // carried to the next execute()).
+    void move_output_to_input(const GraphTensor& output, const GraphTensor& input) {
+        std::uint32_t out = output_index(nodes_, output.graph(), output.id());
+        std::uint32_t in = input_index(nodes_, input.id());
+        check(buffers_[out].has_value(), "move_output_to_input", "output node {} has not been computed",
+              nodes_[out].spec.hlir);
+        check(nodes_[out].spec.dtype == nodes_[in].spec.dtype, "move_output_to_input",
+              "output is {} but input '{}' is {}", name_of(nodes_[out].spec.dtype), nodes_[in].spec.op.label,
+              name_of(nodes_[in].spec.dtype));
+        buffers_[in] = std::move(buffers_[out]);
+        buffers_[out].reset();
+    }
+
     void execute(const DynMap& dims) {
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const NodeSpec& node = nodes_[id].spec;
@@ -68,6 +106,13 @@ public:
     }
 
 private:
+    template <typename T>
+    static T load(const std::byte* bytes, std::size_t i) {
+        T value;
+        std::memcpy(&value, bytes + i * sizeof(T), sizeof(T));
+        return value;
+    }
+
     template <typename T>
     void set_values(const GraphTensor& t, std::span<const T> values) {
         std::uint32_t index = input_index(nodes_, t.id());
