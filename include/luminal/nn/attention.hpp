@@ -1,0 +1,46 @@
+#pragma once
+// Causal scaled-dot-product attention with grouped KV heads, over the cached
+// keys of positions 0..p+s-1 for the s new queries at positions p..p+s-1.
+#include "luminal/graph/graph.hpp"
+#include "luminal/graph/graph_tensor.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+namespace luminal::nn {
+
+struct AttentionOptions {
+    double scale = 1.0;                          // multiplies the scores
+    std::optional<std::int64_t> sliding_window;  // a query sees only this many latest positions
+};
+
+// Bool [s, t]: true where query i (position p+i) must not see key j: j is in
+// its future, or (with a window w) j <= p+i-w.
+inline GraphTensor attention_mask(Graph& cx, Expression s, Expression t, Expression p,
+                                  std::optional<std::int64_t> window) {
+    const Expression z = Expression::index();
+    const Expression query = p + z / t, key = z % t;
+    Expression masked = gt(key, query);
+    if (window) masked = logical_or(masked, gt(query - *window + 1, key));
+    return cx.iota(masked, {s, t}).cast(DType::Bool);
+}
+
+// q: [s, heads, d], keys: [t, kv_heads, d], values: [t, kv_heads, dv] with
+// t = p + s -> [s, heads * dv].
+inline GraphTensor attention(const GraphTensor& q, const GraphTensor& keys, const GraphTensor& values, Expression p,
+                             const AttentionOptions& options) {
+    const Expression s = q.view().dim(0);
+    const Expression heads = q.view().dim(1), kv_heads = keys.view().dim(1);
+    const Expression group = heads / kv_heads;
+    GraphTensor query = q.permute({1, 0, 2}).split_dims(0, group);             // [kv, group, s, d]
+    GraphTensor key = keys.permute({1, 2, 0}).unsqueeze(1);                    // [kv, 1, d, t]
+    GraphTensor value = values.permute({1, 0, 2}).unsqueeze(1);                // [kv, 1, t, dv]
+    GraphTensor scores = query.matmul(key) * options.scale;                    // [kv, group, s, t]
+    GraphTensor mask = attention_mask(q.graph(), s, keys.view().dim(0), p, options.sliding_window);
+    GraphTensor weights = where(mask, -INFINITY, scores).softmax(-1);
+    GraphTensor out = weights.matmul(value);                                   // [kv, group, s, dv]
+    return out.merge_dims(0).permute({1, 0, 2}).merge_dims(1);                 // [s, heads * dv]
+}
+
+}  // namespace luminal::nn

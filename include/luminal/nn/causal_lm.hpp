@@ -1,0 +1,47 @@
+#pragma once
+// What every bundled model is: a graph from token ids ([s] i32, input
+// "input_ids") to logits ([s, vocab] f32, an output), for s new tokens after p
+// cached ones (the dims 's' and 'p'), with its parameters (HF tensor names)
+// and its per-layer KV caches. The family headers build one from a config.
+#include "luminal/graph/graph.hpp"
+#include "luminal/graph/graph_tensor.hpp"
+#include "luminal/io/model_config.hpp"
+#include "luminal/nn/kv_cache.hpp"
+#include "luminal/nn/parameters.hpp"
+
+#include <functional>
+#include <memory>
+#include <string_view>
+
+namespace luminal::nn {
+
+struct ModelOptions {
+    std::int64_t context = 512;            // tokens the KV caches hold (prompt + generated)
+    DType weight_dtype = DType::F32;       // storage of matrices; compute is f32 either way
+};
+
+struct CausalLm {
+    io::ModelConfig config;
+    ModelOptions options;
+    std::unique_ptr<Graph> graph;  // on the heap: tensors keep pointing at it when the model moves
+    ParameterSet parameters;
+    KvCaches caches;
+    GraphTensor input_ids;
+    GraphTensor logits;
+    // Checkpoint tensors the model may leave unread (a multimodal file's vision tower).
+    std::function<bool(std::string_view)> ignorable;
+
+    static Expression new_tokens() { return Expression('s'); }
+    static Expression cached_tokens() { return Expression('p'); }
+};
+
+// What a family's block sees while the model is built.
+struct ModelBuilder {
+    const io::ModelConfig& config;
+    const ModelOptions& options;
+    Graph& graph;
+    ParameterSet& parameters;
+    KvCaches& caches;
+};
+
+}  // namespace luminal::nn

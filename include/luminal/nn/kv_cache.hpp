@@ -1,0 +1,76 @@
+#pragma once
+// Per-layer key/value caches kept in the graph: persistent [capacity, kv_heads,
+// head_dim] inputs into which each execution scatters the keys and values of
+// its s new tokens at rows p .. p+s-1. One compiled graph thus serves prefill
+// (s = prompt length, p = 0) and decode (s = 1, p = tokens so far). The
+// scattered caches are graph outputs that advance() hands back to the inputs
+// without a copy, for the next execution.
+#include "luminal/graph/graph.hpp"
+#include "luminal/graph/graph_tensor.hpp"
+#include "luminal/graph/graph_creation.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace luminal::nn {
+
+struct KvCache {
+    GraphTensor keys, values;                  // inputs: the caches before this execution
+    GraphTensor updated_keys, updated_values;  // outputs: with the new tokens written
+};
+
+struct CacheWindow {
+    KvCache cache;
+    GraphTensor keys, values;  // positions 0..p+s-1
+};
+
+// Declares the caches `name`.keys/.values ([capacity, kv_heads, dim] inputs)
+// and writes k, v ([s, kv_heads, dim] of positions p..p+s-1) into them.
+inline CacheWindow append_to_cache(Graph& cx, const std::string& name, std::int64_t capacity, const GraphTensor& k,
+                                   const GraphTensor& v, Expression p) {
+    auto write = [&](const GraphTensor& rows, const char* part) {
+        GraphTensor cache = cx.named_tensor(name + "." + part, {capacity, rows.view().dim(1), rows.view().dim(2)});
+        const Expression row = rows.view().dim(1) * rows.view().dim(2);
+        GraphTensor positions = cx.iota(p * row + Expression::index(), rows.shape());
+        return std::pair(cache, cache.scatter(positions, rows).output());
+    };
+    auto [keys, updated_keys] = write(k, "keys");
+    auto [values, updated_values] = write(v, "values");
+    const Expression end = p + k.view().dim(0);
+    return {{keys, values, updated_keys, updated_values},
+            updated_keys.slice_along(0, 0, end),
+            updated_values.slice_along(0, 0, end)};
+}
+
+// The caches of all layers of a model.
+struct KvCaches {
+    std::vector<KvCache> layers;
+
+    template <typename Runtime>
+    void clear(Runtime& rt) const {
+        for (const KvCache& c : layers) {
+            rt.set_data(c.keys, std::vector<float>(numel(c.keys), 0.0f));
+            rt.set_data(c.values, std::vector<float>(numel(c.values), 0.0f));
+        }
+    }
+
+    // After an execution: the written caches become the inputs of the next one.
+    template <typename Runtime>
+    void advance(Runtime& rt) const {
+        for (const KvCache& c : layers) {
+            rt.move_output_to_input(c.updated_keys, c.keys);
+            rt.move_output_to_input(c.updated_values, c.values);
+        }
+    }
+
+private:
+    static std::size_t numel(const GraphTensor& t) {
+        std::size_t n = 1;
+        for (const Expression& d : t.shape()) n *= static_cast<std::size_t>(d.eval({}));
+        return n;
+    }
+};
+
+}  // namespace luminal::nn

@@ -1,0 +1,137 @@
+#pragma once
+// The weights a model declares while its graph is built, and their binding to
+// a checkpoint. Each parameter is a named graph input with the HF tensor name
+// and the shape the model expects; bind() checks the checkpoint against that
+// list (a missing, extra or mis-shaped tensor is an Error naming the tensor and
+// both shapes) and hands every tensor to the runtime, as stored when the dtypes
+// match, converted exactly otherwise. A parameter may also be the stack of
+// several checkpoint tensors (per-expert MoE weights), or values the model
+// computes itself (RoPE frequencies), which no checkpoint holds.
+#include "luminal/core/error.hpp"
+#include "luminal/graph/graph.hpp"
+#include "luminal/graph/graph_tensor.hpp"
+#include "luminal/io/safetensors_convert.hpp"
+#include "luminal/io/safetensors_model.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace luminal::nn {
+
+using Dims = std::vector<std::int64_t>;
+
+struct Parameter {
+    std::string name;
+    GraphTensor tensor;
+    Dims shape;
+    // Checkpoint tensors stacked along a new first axis; empty: `name` itself.
+    std::vector<std::string> stacked;
+    // Values the model computes (no checkpoint tensor); used when non-empty.
+    std::vector<float> computed;
+};
+
+inline std::string shape_string(const Dims& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
+
+class ParameterSet {
+public:
+    GraphTensor add(Graph& cx, std::string name, Dims shape, DType dtype = DType::F32) {
+        return push(cx, std::move(name), std::move(shape), dtype, {}, {});
+    }
+    // One parameter holding checkpoint tensors `parts` (each of shape `part`) stacked.
+    GraphTensor add_stacked(Graph& cx, std::string name, std::vector<std::string> parts, const Dims& part,
+                            DType dtype = DType::F32) {
+        Dims shape{static_cast<std::int64_t>(parts.size())};
+        shape.insert(shape.end(), part.begin(), part.end());
+        return push(cx, std::move(name), std::move(shape), dtype, std::move(parts), {});
+    }
+    GraphTensor add_computed(Graph& cx, std::string name, std::vector<float> values) {
+        Dims shape{static_cast<std::int64_t>(values.size())};
+        return push(cx, std::move(name), std::move(shape), DType::F32, {}, std::move(values));
+    }
+
+    const std::vector<Parameter>& parameters() const { return parameters_; }
+
+    // Checkpoint tensor names this set reads.
+    std::set<std::string, std::less<>> checkpoint_names() const {
+        std::set<std::string, std::less<>> names;
+        for (const Parameter& p : parameters_) {
+            if (!p.computed.empty()) continue;
+            if (p.stacked.empty()) names.insert(p.name);
+            names.insert(p.stacked.begin(), p.stacked.end());
+        }
+        return names;
+    }
+
+    // Binds every parameter from `weights`. Checkpoint tensors nobody reads are
+    // an Error unless `ignorable(name)` (vision towers of multimodal files, say).
+    template <typename Runtime>
+    void bind(Runtime& rt, const io::SafetensorsModel& weights,
+              const std::function<bool(std::string_view)>& ignorable = {}) const {
+        const auto wanted = checkpoint_names();
+        std::vector<std::string> extra;
+        for (std::string_view name : weights.names())
+            if (!wanted.contains(name) && !(ignorable && ignorable(name))) extra.emplace_back(name);
+        if (!extra.empty()) {
+            const std::size_t shown = std::min<std::size_t>(extra.size(), 8);
+            throw Error(weights.path().string(),
+                        fmt::format("{} tensor(s) the model does not use: {}{}", extra.size(),
+                                    fmt::join(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                    extra.size() > shown ? ", ..." : ""));
+        }
+        for (const Parameter& p : parameters_) {
+            if (!p.computed.empty()) {
+                rt.set_data(p.tensor, p.computed);
+            } else if (p.stacked.empty()) {
+                bind_one(rt, p, checked(weights, p.name, p.shape));
+            } else {
+                const Dims part(p.shape.begin() + 1, p.shape.end());
+                std::vector<float> values;
+                for (const std::string& name : p.stacked) {
+                    const auto part_values = io::to_f32(checked(weights, name, part));
+                    values.insert(values.end(), part_values.begin(), part_values.end());
+                }
+                rt.set_data(p.tensor, values);
+            }
+        }
+    }
+
+private:
+    GraphTensor push(Graph& cx, std::string name, Dims shape, DType dtype, std::vector<std::string> stacked,
+                     std::vector<float> computed) {
+        Shape graph_shape(shape.begin(), shape.end());
+        GraphTensor tensor = cx.named_tensor(name, graph_shape, dtype);
+        parameters_.push_back({std::move(name), tensor, std::move(shape), std::move(stacked), std::move(computed)});
+        return tensor;
+    }
+
+    static const io::SafetensorsTensor& checked(const io::SafetensorsModel& weights, const std::string& name,
+                                                const Dims& shape) {
+        const io::SafetensorsTensor* tensor = weights.find(name);
+        if (tensor == nullptr)
+            throw Error(weights.path().string(),
+                        fmt::format("missing tensor '{}' (the model expects shape {})", name, shape_string(shape)));
+        if (tensor->shape != shape)
+            throw Error(weights.path().string(),
+                        fmt::format("tensor '{}' has shape {} but the model expects {}", name,
+                                    shape_string(tensor->shape), shape_string(shape)));
+        return *tensor;
+    }
+
+    template <typename Runtime>
+    static void bind_one(Runtime& rt, const Parameter& p, const io::SafetensorsTensor& tensor) {
+        if (tensor.luminal_dtype() == p.tensor.dtype()) {
+            rt.set_bytes(p.tensor, tensor.bytes);
+        } else {
+            rt.set_data(p.tensor, io::to_f32(tensor));
+        }
+    }
+
+    std::vector<Parameter> parameters_;
+};
+
+}  // namespace luminal::nn

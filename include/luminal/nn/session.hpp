@@ -1,0 +1,69 @@
+#pragma once
+// A compiled model with its weights bound, run token by token: forward() takes
+// the next tokens (a whole prompt, or one), runs them after those so far with
+// the KV caches, and returns their logits. One compiled program serves every
+// prompt length and every decode step.
+#include "luminal/egraph/compile.hpp"
+#include "luminal/io/safetensors_model.hpp"
+#include "luminal/nn/causal_lm.hpp"
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace luminal::nn {
+
+template <typename Runtime>
+class Session {
+public:
+    // Compiles `model` for `runtime` and binds `weights` (checked against the model).
+    Session(CausalLm& model, Runtime runtime, const io::SafetensorsModel& weights, const CompileOptions& options = {})
+        : model_(model) {
+        // Profiling runs need every dim; a one-token decode is the typical shape.
+        model_.graph->set_dim('s', 1);
+        model_.graph->set_dim('p', 0);
+        auto compiled = compile_with_report(*model_.graph, std::move(runtime), options);
+        runtime_ = std::move(compiled.first);
+        report_ = std::move(compiled.second);
+        model_.parameters.bind(runtime_, weights, model_.ignorable);
+        reset();
+    }
+
+    // Forgets the tokens so far (clears the caches).
+    void reset() {
+        model_.caches.clear(runtime_);
+        position_ = 0;
+    }
+
+    // Logits [tokens.size(), vocab], row-major, of `tokens` following the ones so far.
+    std::vector<float> forward(std::span<const std::int32_t> tokens) {
+        const auto count = static_cast<std::int64_t>(tokens.size());
+        check(count > 0, "Session::forward", "no tokens given");
+        check(position_ + count <= model_.options.context, "Session::forward",
+              "{} cached + {} new tokens exceed the context of {} tokens", position_, count, model_.options.context);
+        const auto vocab = static_cast<std::int32_t>(model_.config.vocab_size);
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            check(tokens[i] >= 0 && tokens[i] < vocab, "Session::forward", "token {} at {} is outside the vocabulary "
+                  "of {}", tokens[i], i, vocab);
+        model_.graph->set_dim('s', count);
+        model_.graph->set_dim('p', position_);
+        runtime_.set_data(model_.input_ids, std::vector<std::int32_t>(tokens.begin(), tokens.end()));
+        runtime_.execute(model_.graph->dyn_map());
+        model_.caches.advance(runtime_);
+        position_ += count;
+        return runtime_.get_f32(model_.logits);
+    }
+
+    std::int64_t position() const { return position_; }
+    const CompileReport& report() const { return report_; }
+    Runtime& runtime() { return runtime_; }
+
+private:
+    CausalLm& model_;
+    Runtime runtime_;
+    CompileReport report_;
+    std::int64_t position_ = 0;
+};
+
+}  // namespace luminal::nn
