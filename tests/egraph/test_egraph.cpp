@@ -2,7 +2,9 @@
 // (including non-linear patterns), rule application and known fixpoints.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "arith_language.hpp"
 
@@ -145,4 +147,63 @@ TEST_CASE("limits stop an exploding rule set") {
     CHECK(report.stop == StopReason::NodeLimit);
     CHECK(report.seconds < 5);
     CHECK(g.num_nodes() < 100'000);
+}
+
+// Delta matching must find exactly the matches a full scan finds that contain
+// a fresh e-node (each once), for linear, nested, non-linear and leaf patterns.
+template <typename P>
+void check_delta_matches(const EGraph& g, std::uint32_t since) {
+    using Key = std::vector<std::uint32_t>;
+    auto key = [](const Match& m) {
+        Key k(m.vars.begin(), m.vars.end());
+        k.insert(k.end(), m.nodes.begin(), m.nodes.end());
+        return k;
+    };
+    auto stamped = [&](ENodeId n) { return g.stamp(n) >= since; };
+    auto stamped_or_above = [&](ENodeId n) {
+        if (stamped(n)) return true;
+        for (ClassId child : g.children(n))
+            for (ENodeId x : g.class_nodes(child))
+                if (stamped(x)) return true;
+        return false;
+    };
+    std::vector<Key> scan_fresh, scan_above, delta_fresh, delta_above;
+    for_each_match<P>(g, [&](const Match& m) {
+        bool fresh = false, above = false;
+        for (int i = 0; i < PatternSize<P>::nodes; ++i) {
+            fresh |= stamped(m.node(i));
+            above |= stamped_or_above(m.node(i));
+        }
+        if (fresh) scan_fresh.push_back(key(m));
+        if (above) scan_above.push_back(key(m));
+    });
+    for_each_fresh_match<P>(g, since, [&](const Match& m) { delta_fresh.push_back(key(m)); });
+    for_each_match_with_fresh_children<P>(g, since, [&](const Match& m) { delta_above.push_back(key(m)); });
+    for (auto* v : {&scan_fresh, &scan_above, &delta_fresh, &delta_above}) std::sort(v->begin(), v->end());
+    CHECK(delta_fresh == scan_fresh);
+    CHECK(delta_above == scan_above);
+}
+
+TEST_CASE("delta matching finds exactly the fresh matches") {
+    using V0 = luminal::egraph::Var<0>;
+    using V1 = luminal::egraph::Var<1>;
+    using V2 = luminal::egraph::Var<2>;
+    for (std::size_t iterations = 1; iterations <= 5; ++iterations) {
+        EGraph g;
+        arith::Context ctx;
+        ClassId prod = mul(g, var(g, 3), num(g, 1));
+        for (int i = 2; i >= 0; --i) prod = mul(g, var(g, static_cast<AttrId>(i)), prod);
+        add(g, prod, add(g, var(g, 5), add(g, num(g, 2), add(g, num(g, 3), var(g, 5)))));
+        mul(g, mul(g, var(g, 2), num(g, -1)), num(g, -1));
+        Limits limits;
+        limits.iterations = iterations;
+        saturate(g, ctx, arith::ClassicRules{}, limits);
+        for (std::uint32_t since = 1; since <= g.epoch(); ++since) {
+            check_delta_matches<Pat<arith::Add, V0, Pat<arith::Add, V1, V2>>>(g, since);
+            check_delta_matches<Pat<arith::Mul, Pat<arith::Mul, V0, Pat<arith::Num>>, Pat<arith::Num>>>(g, since);
+            check_delta_matches<Pat<arith::Mul, Pat<arith::Add, V0, V1>, Pat<arith::Add, V1, V0>>>(g, since);
+            check_delta_matches<Pat<arith::Add, V0, V0>>(g, since);
+            check_delta_matches<AnyArity<arith::Mul>>(g, since);
+        }
+    }
 }

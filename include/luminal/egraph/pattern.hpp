@@ -124,16 +124,19 @@ struct Matcher<Pat<Op, C...>, First> {
         for (std::size_t i = 0; i < nodes.size(); ++i) at_node(g, nodes[i], m, k);
     }
 
-private:
-    template <std::size_t I, typename K>
+    // Matches children I.. of e-node id, all but child Skip (already matched
+    // when a delta match climbs up into this node from it).
+    template <std::size_t I, std::size_t Skip = arity, typename K>
     static void children(const EGraph& g, ENodeId id, Match& m, K&& k) {
         if constexpr (I == arity) {
             k(m);
+        } else if constexpr (I == Skip) {
+            children<I + 1, Skip>(g, id, m, k);
         } else {
             using Child = std::tuple_element_t<I, std::tuple<C...>>;
             constexpr int first = offsets()[I];
             ClassId c = g.find(g.children(id)[I]);
-            Matcher<Child, first>::in_class(g, c, m, [&](Match& mm) { children<I + 1>(g, id, mm, k); });
+            Matcher<Child, first>::in_class(g, c, m, [&](Match& mm) { children<I + 1, Skip>(g, id, mm, k); });
         }
     }
 };
@@ -155,6 +158,144 @@ void for_each_match(const EGraph& g, K&& k) {
     static_assert(PatternSize<P>::nodes <= kMaxPatternNodes && PatternSize<P>::vars <= kMaxVars, "pattern too large");
     Match m;
     for (ENodeId id : g.nodes_with_op(RootOp<P>::value)) Matcher<P, 0>::at_node(g, id, m, k);
+}
+
+// Delta matching. A match is fresh when one of its e-nodes is in a fresh set
+// (Stamped, StampedOrAbove below). Each fresh match is found exactly once,
+// from its first fresh pattern node (in pre-order): that node is a seed, taken
+// from the fresh set; the seed's subtree is matched downwards as usual, then
+// the match climbs to the root through the parent lists of the classes on
+// the way, and is kept only if no pattern node before the seed is fresh. So
+// old matches are never enumerated, unlike a scan with a freshness filter.
+namespace delta {
+
+// Where a subpattern sits: at the root, or as child Slot of the pattern node
+// Parent (whose pre-order index is ParentFirst), itself somewhere (Up).
+struct AtRoot {};
+template <typename Parent, int ParentFirst, std::size_t Slot, typename Up>
+struct InParent {};
+
+template <typename Where>
+struct Climb;
+template <>
+struct Climb<AtRoot> {
+    template <typename K>
+    static void from(const EGraph&, ClassId, Match& m, K&& k) {
+        k(m);
+    }
+};
+template <Symbol Op, typename... C, int ParentFirst, std::size_t Slot, typename Up>
+struct Climb<InParent<Pat<Op, C...>, ParentFirst, Slot, Up>> {
+    using Parent = Matcher<Pat<Op, C...>, ParentFirst>;
+    template <typename K>
+    static void from(const EGraph& g, ClassId c, Match& m, K&& k) {
+        for (ENodeId p : g.class_parents(c)) {
+            const ENode& n = g.node(p);
+            if (n.op != Op || n.arity != sizeof...(C) || !g.alive(p) || g.find(g.children(p)[Slot]) != c) continue;
+            m.nodes[ParentFirst] = p;
+            Parent::template children<0, Slot>(g, p, m, [&](Match& mm) { Climb<Up>::from(g, g.class_of(p), mm, k); });
+        }
+    }
+};
+
+template <typename P, int First, typename Where>
+struct Seeds {  // a variable: no e-node to seed from
+    template <typename Fresh, typename K>
+    static void run(const EGraph&, const Fresh&, Match&, K&&) {}
+};
+
+template <int First, typename Where, typename P, typename Fresh, typename K>
+void seed_at(const EGraph& g, const Fresh& fresh, Match& m, K&& k) {
+    auto first_fresh_here = [&](Match& mm) {
+        for (int j = 0; j < First; ++j)
+            if (fresh.contains(mm.nodes[static_cast<std::size_t>(j)])) return;
+        k(mm);
+    };
+    fresh.for_each([&](ENodeId id) {
+        if (g.node(id).op != RootOp<P>::value) return;
+        Matcher<P, First>::at_node(g, id, m, [&](Match& mm) { Climb<Where>::from(g, g.class_of(id), mm, first_fresh_here); });
+    });
+}
+
+template <Symbol Op, int First, typename Where>
+struct Seeds<AnyArity<Op>, First, Where> {
+    template <typename Fresh, typename K>
+    static void run(const EGraph& g, const Fresh& fresh, Match& m, K&& k) {
+        seed_at<First, Where, AnyArity<Op>>(g, fresh, m, k);
+    }
+};
+
+template <Symbol Op, typename... C, int First, typename Where>
+struct Seeds<Pat<Op, C...>, First, Where> {
+    using Self = Pat<Op, C...>;
+    template <typename Fresh, typename K>
+    static void run(const EGraph& g, const Fresh& fresh, Match& m, K&& k) {
+        seed_at<First, Where, Self>(g, fresh, m, k);
+        if constexpr (sizeof...(C) > 0) children(g, fresh, m, k, std::index_sequence_for<C...>{});
+    }
+
+private:
+    template <typename Fresh, typename K, std::size_t... I>
+    static void children(const EGraph& g, const Fresh& fresh, Match& m, K& k, std::index_sequence<I...>) {
+        constexpr auto offsets = Matcher<Self, First>::offsets();
+        (Seeds<std::tuple_element_t<I, std::tuple<C...>>, offsets[I], InParent<Self, First, I, Where>>::run(g, fresh, m, k),
+         ...);
+    }
+};
+
+// Fresh e-nodes: those stamped at or after an epoch.
+struct Stamped {
+    const EGraph& g;
+    std::uint32_t since;
+    template <typename F>
+    void for_each(F&& f) const { g.for_each_stamped_since(since, f); }
+    bool contains(ENodeId id) const { return g.stamp(id) >= since; }
+};
+
+// Fresh e-nodes: those stamped at or after an epoch, and the parents of their
+// classes (whose child classes gained or re-canonicalised an e-node).
+class StampedOrAbove {
+public:
+    StampedOrAbove(const EGraph& g, std::uint32_t since) : marked_(g.total_nodes(), false) {
+        auto mark = [&](ENodeId id) {
+            if (marked_[id]) return;
+            marked_[id] = true;
+            nodes_.push_back(id);
+        };
+        g.for_each_stamped_since(since, [&](ENodeId id) {
+            mark(id);
+            for (ENodeId p : g.class_parents(g.class_of(id))) mark(p);
+        });
+    }
+    template <typename F>
+    void for_each(F&& f) const {
+        for (ENodeId id : nodes_) f(id);
+    }
+    bool contains(ENodeId id) const { return marked_[id]; }
+
+private:
+    std::vector<bool> marked_;
+    std::vector<ENodeId> nodes_;
+};
+
+}  // namespace delta
+
+// Calls k(match) for every match of P with an e-node stamped at or after
+// `since`, each once.
+template <typename P, typename K>
+void for_each_fresh_match(const EGraph& g, std::uint32_t since, K&& k) {
+    static_assert(PatternSize<P>::nodes <= kMaxPatternNodes && PatternSize<P>::vars <= kMaxVars, "pattern too large");
+    Match m;
+    delta::Seeds<P, 0, delta::AtRoot>::run(g, delta::Stamped{g, since}, m, k);
+}
+
+// The same, also counting as fresh every match with an e-node whose child
+// class holds an e-node stamped since: for rules that read those classes.
+template <typename P, typename K>
+void for_each_match_with_fresh_children(const EGraph& g, std::uint32_t since, K&& k) {
+    static_assert(PatternSize<P>::nodes <= kMaxPatternNodes && PatternSize<P>::vars <= kMaxVars, "pattern too large");
+    Match m;
+    delta::Seeds<P, 0, delta::AtRoot>::run(g, delta::StampedOrAbove(g, since), m, k);
 }
 
 }  // namespace luminal::egraph

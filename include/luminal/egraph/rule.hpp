@@ -10,9 +10,11 @@
 //   };
 //
 // The runner matches semi-naively: a match made only of e-nodes the rule has
-// already seen is skipped. A rule whose apply() looks into child classes
-// beyond its pattern (their contents can change without its matched e-nodes
-// changing) declares reads_child_classes and is always matched in full.
+// already seen (added, moved to another class or re-canonicalised before its
+// last search) is skipped. A rule whose apply() or guard also looks at the
+// e-nodes of its matched nodes' child classes, beyond its pattern, declares
+// reads_child_classes: its match is then also found again whenever one of
+// those child classes gains (or re-canonicalises) an e-node.
 //
 // Ctx is the language's context (attribute tables and the like). Rule sets
 // concatenate, so a backend's rules join the core rules with concat_t.
@@ -36,9 +38,9 @@ bool rule_guard(const EGraph& g, Ctx& ctx, const Match& m) {
 }
 
 template <typename R>
-constexpr bool semi_naive() {
-    if constexpr (requires { R::reads_child_classes; }) return !R::reads_child_classes;
-    else return true;
+constexpr bool reads_child_classes() {
+    if constexpr (requires { R::reads_child_classes; }) return R::reads_child_classes;
+    else return false;
 }
 
 template <typename... Rules>

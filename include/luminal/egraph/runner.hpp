@@ -4,9 +4,11 @@
 // then applies all matches, then rebuilds. A backoff scheduler throttles rules
 // that explode: a rule finding more than match_limit << times_banned matches
 // is banned for ban_length << times_banned iterations (egg's BackoffScheduler).
-#include <array>
+#include <algorithm>
 #include <chrono>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -68,59 +70,77 @@ namespace detail {
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+template <typename R>
 struct RuleState {
+    using Pattern = typename R::pattern;
+    static constexpr std::size_t kVars = PatternSize<Pattern>::vars;
+    static constexpr std::size_t kNodes = PatternSize<Pattern>::nodes;
+
     std::size_t banned_until = 0;
     std::uint32_t seen_before = 0;  // matches only of e-nodes stamped before this were applied already
     std::uint32_t searched_at = 0;  // the epoch of this iteration's search
     bool complete = false;          // this iteration's search was neither banned nor cut off
-    std::vector<Match> matches;
+    // This iteration's matches, packed to the pattern's own variables and
+    // nodes: a search can hold a million of them.
+    std::vector<std::uint32_t> packed;
+
+    std::size_t size() const { return packed.size() / (kVars + kNodes); }
+    void push(const Match& m) {
+        std::size_t at = packed.size();
+        packed.resize(at + kVars + kNodes);
+        std::copy_n(m.vars.begin(), kVars, packed.begin() + at);
+        std::copy_n(m.nodes.begin(), kNodes, packed.begin() + at + kVars);
+    }
+    Match at(std::size_t i) const {
+        Match m;
+        const std::uint32_t* p = packed.data() + i * (kVars + kNodes);
+        std::copy_n(p, kVars, m.vars.begin());
+        std::copy_n(p + kVars, kNodes, m.nodes.begin());
+        m.bound = (1u << kVars) - 1;
+        return m;
+    }
 };
 
 // Returns false when the rule is banned this iteration (its matches are not applied).
-template <typename R, typename Ctx>
-bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, RuleState& state, RuleReport& report) {
-    auto start = Clock::now();
-    state.matches.clear();
+template <typename R>
+bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, RuleState<R>& state, RuleReport& report) {
+    state.packed.clear();
     state.complete = false;
     if (state.banned_until > iteration) return false;
     state.searched_at = g.epoch();
     std::size_t threshold = limits.match_limit << report.times_banned;
     bool overflow = false;
-    constexpr int nodes = PatternSize<typename R::pattern>::nodes;
-    for_each_match<typename R::pattern>(g, [&](const Match& m) {
-        if constexpr (semi_naive<R>()) {
-            bool fresh = false;
-            for (int i = 0; i < nodes; ++i) fresh |= g.stamp(m.nodes[i]) >= state.seen_before;
-            if (!fresh) return;
-        }
-        if (state.matches.size() > threshold) {
-            overflow = true;
-            return;
-        }
-        state.matches.push_back(m);
-    });
+    auto keep = [&](const Match& m) {
+        if (state.size() > threshold) overflow = true;
+        else state.push(m);
+    };
+    // Semi-naive: after a complete search, only matches with an e-node
+    // stamped since are new (the first search sees every e-node as new).
+    using Pattern = typename R::pattern;
+    if (state.seen_before == 0) for_each_match<Pattern>(g, keep);
+    else if constexpr (reads_child_classes<R>()) for_each_match_with_fresh_children<Pattern>(g, state.seen_before, keep);
+    else for_each_fresh_match<Pattern>(g, state.seen_before, keep);
     if (overflow) {
         state.banned_until = iteration + (limits.ban_length << report.times_banned);
         ++report.times_banned;
-        state.matches.clear();
+        state.packed.clear();
     }
     state.complete = !overflow;
-    report.matches += state.matches.size();
-    report.search_seconds += seconds_since(start);
+    report.matches += state.size();
     return !overflow;
 }
 
 template <typename R, typename Ctx>
-void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run_start, RuleState& state,
+void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run_start, RuleState<R>& state,
                 RuleReport& report) {
-    auto start = Clock::now();
-    std::size_t applied = 0;
-    for (const Match& m : state.matches) {
+    const std::size_t count = state.size();
+    for (std::size_t i = 0; i < count; ++i) {
         // The clock is read every 256 matches: reading it per match cost ~9% of saturation.
-        if (g.num_nodes() > limits.nodes || ((++applied & 255) == 0 && seconds_since(run_start) > limits.seconds)) {
+        if (g.num_nodes() > limits.nodes || ((i & 255) == 255 && seconds_since(run_start) > limits.seconds)) {
             state.complete = false;
             break;
         }
+        Match m = state.at(i);
         std::size_t nodes = g.total_nodes();
         std::uint64_t merges = g.merges();
         if (!rule_guard<R>(g, ctx, m)) continue;
@@ -128,8 +148,21 @@ void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run
         report.nodes_added += g.total_nodes() - nodes;
         report.applications += g.total_nodes() != nodes || g.merges() != merges;
     }
-    report.apply_seconds += seconds_since(start);
     if (state.complete) state.seen_before = state.searched_at;
+}
+
+// One clock read per rule boundary (not two per rule): on small e-graphs a
+// whole search takes about as long as reading the clock.
+template <typename Step, std::size_t... I>
+void timed_per_rule(std::vector<RuleReport>& reports, double RuleReport::*field, Step&& step,
+                    std::index_sequence<I...>) {
+    auto last = Clock::now();
+    auto lap = [&](RuleReport& r) {
+        auto now = Clock::now();
+        r.*field += std::chrono::duration<double>(now - last).count();
+        last = now;
+    };
+    ((step(std::integral_constant<std::size_t, I>{}), lap(reports[I])), ...);
 }
 
 }  // namespace detail
@@ -137,26 +170,31 @@ void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run
 template <typename Ctx, typename... Rules>
 RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits = {}) {
     static_assert((RewriteRule<Rules, Ctx> && ...), "every rule needs name, pattern and apply(EGraph&, Ctx&, const Match&)");
-    constexpr std::size_t n = sizeof...(Rules);
     auto start = detail::Clock::now();
     RunReport report;
     report.rules = {RuleReport{Rules::name}...};
-    std::array<detail::RuleState, n> states;
+    std::tuple<detail::RuleState<Rules>...> states;
+    using Rule = std::tuple<Rules...>;
+    constexpr auto each_rule = std::index_sequence_for<Rules...>{};
     g.rebuild();
     for (;;) {
         if (report.iterations >= limits.iterations) {
             report.stop = StopReason::IterationLimit;
             break;
         }
-        [[maybe_unused]] std::size_t it = report.iterations++;
+        std::size_t it = report.iterations++;
         std::size_t nodes_before = g.total_nodes();
         std::uint64_t merges_before = g.merges();
         g.next_epoch();
-        std::size_t i = 0;
         bool all_searched = true;
-        ((all_searched &= detail::search_rule<Rules, Ctx>(g, limits, it, states[i], report.rules[i]), ++i), ...);
-        i = 0;
-        ((detail::apply_rule<Rules, Ctx>(g, ctx, limits, start, states[i], report.rules[i]), ++i), ...);
+        detail::timed_per_rule(report.rules, &RuleReport::search_seconds, [&](auto i) {
+            using R = std::tuple_element_t<i, Rule>;
+            all_searched &= detail::search_rule<R>(g, limits, it, std::get<i>(states), report.rules[i]);
+        }, each_rule);
+        detail::timed_per_rule(report.rules, &RuleReport::apply_seconds, [&](auto i) {
+            using R = std::tuple_element_t<i, Rule>;
+            detail::apply_rule<R, Ctx>(g, ctx, limits, start, std::get<i>(states), report.rules[i]);
+        }, each_rule);
         g.rebuild();
         bool changed = g.total_nodes() != nodes_before || g.merges() != merges_before;
         if (g.num_nodes() > limits.nodes) {
@@ -172,7 +210,7 @@ RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits 
                 report.stop = StopReason::Saturated;
                 break;
             }
-            for (auto& s : states) s.banned_until = 0;  // nothing else to do: lift the bans now
+            std::apply([](auto&... s) { ((s.banned_until = 0), ...); }, states);  // nothing else to do: lift the bans now
         }
     }
     report.seconds = detail::seconds_since(start);
