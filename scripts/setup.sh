@@ -15,6 +15,7 @@ PACKAGES=(
   libpcre2-dev        # Unicode-class regex of tokenizer pre-tokenizers
   libutf8proc-dev     # NFC normalization of tokenizers
   clang libclang-rt-14-dev  # libFuzzer targets of the file parsers
+  libcli11-dev        # command lines of the examples
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

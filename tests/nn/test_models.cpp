@@ -42,7 +42,8 @@ void check_family(const std::string& name) {
     luminal::nn::CausalLm model = luminal::nn::build_causal_lm(luminal::io::load_model_config(dir), {.context = 32});
     luminal::CompileOptions options;
     options.verbosity = 0;
-    luminal::nn::Session session(model, luminal::CpuRuntime{}, weights, options);
+    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+    session.load_weights(weights);
     const auto vocab = static_cast<std::size_t>(model.config.vocab_size);
 
     const std::vector<std::int32_t> prompt(prompt64.begin(), prompt64.end());

@@ -17,16 +17,20 @@ namespace luminal::nn {
 template <typename Runtime>
 class Session {
 public:
-    // Compiles `model` for `runtime` and binds `weights` (checked against the model).
-    Session(CausalLm& model, Runtime runtime, const io::SafetensorsModel& weights, const CompileOptions& options = {})
-        : model_(model) {
+    // Compiles `model` for `runtime`; load_weights() must follow before forward().
+    Session(CausalLm& model, Runtime runtime, const CompileOptions& options = {}) : model_(model) {
         // Profiling runs need every dim; a one-token decode is the typical shape.
         model_.graph->set_dim('s', 1);
         model_.graph->set_dim('p', 0);
         auto compiled = compile_with_report(*model_.graph, std::move(runtime), options);
         runtime_ = std::move(compiled.first);
         report_ = std::move(compiled.second);
+    }
+
+    // Binds `weights` (checked against the model) and starts from no tokens.
+    void load_weights(const io::SafetensorsModel& weights) {
         model_.parameters.bind(runtime_, weights, model_.ignorable);
+        loaded_ = true;
         reset();
     }
 
@@ -39,6 +43,7 @@ public:
     // Logits [tokens.size(), vocab], row-major, of `tokens` following the ones so far.
     std::vector<float> forward(std::span<const std::int32_t> tokens) {
         const auto count = static_cast<std::int64_t>(tokens.size());
+        check(loaded_, "Session::forward", "no weights loaded; call load_weights first");
         check(count > 0, "Session::forward", "no tokens given");
         check(position_ + count <= model_.options.context, "Session::forward",
               "{} cached + {} new tokens exceed the context of {} tokens", position_, count, model_.options.context);
@@ -64,6 +69,7 @@ private:
     Runtime runtime_;
     CompileReport report_;
     std::int64_t position_ = 0;
+    bool loaded_ = false;
 };
 
 }  // namespace luminal::nn

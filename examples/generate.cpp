@@ -1,0 +1,159 @@
+// Text generation with any bundled family from a Hugging Face model directory
+// (config.json, model.safetensors or its index, tokenizer.json): batched
+// prefill of the prompt, then token-by-token decode through the KV cache, with
+// the text streamed to stdout and the benchmark lines after it:
+//   COMPILE: X ms       graph construction + compilation/search (weights not included)
+//   LOAD: X ms          opening the weights and binding them to the runtime
+//   Prompt: N tokens
+//   TTFT: X ms          median over --iters of: prefill forward + first token pick
+//   TPOT: X ms          mean decode step, after one warm-up step
+//   BENCH_RESULT {...}  the same numbers as JSON
+#include <CLI/CLI.hpp>
+#include <luminal/luminal.hpp>
+#include <luminal/nn/sampling.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct Args {
+    std::filesystem::path model;
+    std::string prompt = "Explain what a neural network is in a paragraph.";
+    int max_tokens = 32;
+    std::size_t search = 1;
+    double temperature = 0;
+    std::int64_t top_k = 0;
+    std::uint64_t seed = 0;
+    int iters = 1;
+    std::int64_t context = 512;
+    bool chat = false;
+    bool ignore_eos = false;
+};
+
+std::string chat_prompt(const luminal::io::ModelConfig& config, const std::string& text) {
+    using luminal::io::ChatFamily;
+    const ChatFamily family = config.family == luminal::io::ModelFamily::Llama ? ChatFamily::Llama3
+                              : config.family == luminal::io::ModelFamily::Gemma3 ||
+                                        config.family == luminal::io::ModelFamily::Gemma4
+                                  ? ChatFamily::Gemma3
+                                  : ChatFamily::Qwen3;
+    const std::vector<luminal::io::ChatMessage> messages{{"user", text}};
+    return luminal::io::render_chat(family, messages);
+}
+
+int run(const Args& args) {
+    const auto load_start = Clock::now();
+    const auto config = luminal::io::load_model_config(args.model);
+    const auto tokenizer = luminal::io::Tokenizer::from_file(args.model / "tokenizer.json");
+    const auto weights = luminal::io::SafetensorsModel::open(args.model);
+    double load_ms = ms_since(load_start);
+
+    const auto compile_start = Clock::now();
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, {.context = args.context});
+    luminal::CompileOptions options;
+    options.search_candidates = args.search;
+    options.seed = args.seed;
+    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+    const double compile_ms = ms_since(compile_start);
+
+    const auto bind_start = Clock::now();
+    session.load_weights(weights);
+    load_ms += ms_since(bind_start);
+
+    const std::string text = args.chat ? chat_prompt(config, args.prompt) : args.prompt;
+    const std::vector<std::int32_t> prompt = tokenizer.encode(text, !args.chat);
+    luminal::check(!prompt.empty(), "generate", "the prompt encodes to no tokens");
+    const auto vocab = static_cast<std::size_t>(config.vocab_size);
+    std::vector<std::int32_t> stops(config.eos_token_ids.begin(), config.eos_token_ids.end());
+    if (auto eos = tokenizer.eos_id()) stops.push_back(*eos);
+
+    std::vector<double> ttft_samples;
+    std::int32_t token = 0;
+    for (int i = 0; i < args.iters; ++i) {
+        session.reset();
+        luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed);
+        const auto start = Clock::now();
+        const std::vector<float> logits = session.forward(prompt);
+        token = sampler(std::span(logits).subspan((prompt.size() - 1) * vocab, vocab));
+        ttft_samples.push_back(ms_since(start));
+    }
+
+    std::fputs(args.prompt.c_str(), stdout);
+    luminal::io::StreamingDecoder stream(tokenizer, true);
+    luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed + 1);
+    std::vector<double> tpot_samples;
+    int generated = 1;
+    std::fputs(stream.step(token).c_str(), stdout);
+    std::fflush(stdout);
+    while (generated < args.max_tokens && session.position() < args.context &&
+           (args.ignore_eos || std::find(stops.begin(), stops.end(), token) == stops.end())) {
+        const auto start = Clock::now();
+        const std::vector<float> logits = session.forward(std::vector<std::int32_t>{token});
+        token = sampler(logits);
+        const double step_ms = ms_since(start);
+        if (generated > 1) tpot_samples.push_back(step_ms);  // the first decode step warms up
+        ++generated;
+        std::fputs(stream.step(token).c_str(), stdout);
+        std::fflush(stdout);
+    }
+    std::printf("%s\n\n", stream.finish().c_str());
+
+    const double ttft = median(ttft_samples);
+    double tpot = 0;
+    for (double t : tpot_samples) tpot += t / static_cast<double>(tpot_samples.size());
+    std::printf("COMPILE: %.2f ms\n", compile_ms);
+    std::printf("LOAD: %.2f ms\n", load_ms);
+    std::printf("Prompt: %zu tokens\n", prompt.size());
+    std::printf("TTFT: %.2f ms\n", ttft);
+    std::printf("TPOT: %.2f ms\n", tpot);
+    const luminal::io::Json result = {
+        {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", "cpu"}, {"dtype", "float32"},
+        {"prompt_tokens", prompt.size()}, {"iters", args.iters}, {"ttft_ms", ttft},
+        {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"search_iters", args.search},
+        {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
+        {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}};
+    std::printf("BENCH_RESULT %s\n", result.dump().c_str());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Generate text with a Llama 3, Qwen3, Qwen3-MoE, Gemma 3 or Gemma 4 model on the CPU"};
+    Args args;
+    app.add_option("--model", args.model, "Hugging Face model directory")->required()->check(CLI::ExistingDirectory);
+    app.add_option("--prompt", args.prompt, "prompt text");
+    app.add_option("--max-tokens", args.max_tokens, "tokens to generate")->check(CLI::PositiveNumber);
+    app.add_option("--search", args.search, "candidate programs to profile (1: the cost model decides)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--temperature", args.temperature, "0: greedy")->check(CLI::NonNegativeNumber);
+    app.add_option("--top-k", args.top_k, "sample among the k best tokens (0: all)")->check(CLI::NonNegativeNumber);
+    app.add_option("--seed", args.seed, "sampling and search seed");
+    app.add_option("--iters", args.iters, "prefill repetitions for the TTFT median")->check(CLI::PositiveNumber);
+    app.add_option("--context", args.context, "KV cache size in tokens")->check(CLI::PositiveNumber);
+    app.add_flag("--chat", args.chat, "wrap the prompt in the family's chat template");
+    app.add_flag("--ignore-eos", args.ignore_eos, "keep generating past end-of-sequence tokens");
+    CLI11_PARSE(app, argc, argv);
+    try {
+        return run(args);
+    } catch (const luminal::Error& error) {
+        std::fprintf(stderr, "generate: %s\n", error.what());
+        return 1;
+    }
+}
