@@ -10,6 +10,9 @@ For each family this writes tests/data/models/<name>/:
       decode_logits   [N, V]   f32  logits each greedy step argmaxed: row 0 is the
                                     prompt's last position, rows 1..N-1 are the
                                     decode steps, each one token with the KV cache
+      bf16_prefill_logits [T, V] f32  (llama only) prefill logits with every
+                                    weight rounded to bf16 and computed in f32,
+                                    the reference for bf16 weight storage
 
 Every feature of a family is switched on (GQA, qk-norm, llama3 RoPE scaling,
 tied embeddings, a sliding window shorter than the sequence, partial rotary,
@@ -120,9 +123,14 @@ def generate(name: str, config, first_seed: int) -> None:
     for extra in folder.iterdir():  # only what a model directory needs
         if extra.name not in ("config.json", "model.safetensors"):
             extra.unlink()
-    save_file({"prompt_ids": prompt[0].to(torch.int64), "prefill_logits": prefill.contiguous(),
-               "generated_ids": generated.to(torch.int64).contiguous(), "decode_logits": decode.contiguous()},
-              folder / "reference.safetensors")
+    tensors = {"prompt_ids": prompt[0].to(torch.int64), "prefill_logits": prefill.contiguous(),
+               "generated_ids": generated.to(torch.int64).contiguous(), "decode_logits": decode.contiguous()}
+    if name == "llama":
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.copy_(parameter.to(torch.bfloat16).float())
+            tensors["bf16_prefill_logits"] = model(prompt).logits[0].contiguous()
+    save_file(tensors, folder / "reference.safetensors")
     print(f"{name}: seed {seed}, {sum(p.numel() for p in model.parameters())} parameters, greedy margin "
           f"{margin(decode):.3f}, generated {generated.tolist()}")
 

@@ -68,3 +68,82 @@ TEST_CASE("qwen3 matches transformers: prefill and greedy decode") { check_famil
 TEST_CASE("qwen3-moe matches transformers: prefill and greedy decode") { check_family("qwen3_moe"); }
 TEST_CASE("gemma3 matches transformers: prefill and greedy decode") { check_family("gemma3"); }
 TEST_CASE("gemma4-moe matches transformers: prefill and greedy decode") { check_family("gemma4_moe"); }
+
+namespace {
+
+// The llama fixture rewritten into `dir` with `edit` applied to its tensor list.
+template <typename Edit>
+std::string binding_error(const std::filesystem::path& dir, Edit edit) {
+    const auto source = luminal::io::SafetensorsFile::open(kModels / "llama" / "model.safetensors");
+    std::vector<luminal::io::SafetensorsRecord> records;
+    for (const auto& t : source.tensors()) records.push_back({t.name, t.stored_dtype, t.shape, t.bytes});
+    edit(records);
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(kModels / "llama" / "config.json", dir / "config.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    luminal::io::write_safetensors(dir / "model.safetensors", records);
+
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(luminal::io::load_model_config(dir), {.context = 8});
+    luminal::CompileOptions options;
+    options.verbosity = 0;
+    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+    try {
+        session.load_weights(luminal::io::SafetensorsModel::open(dir));
+    } catch (const luminal::Error& error) {
+        return error.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("weights that do not fit the model: missing, extra, mis-shaped tensors") {
+    const auto dir = std::filesystem::temp_directory_path() / "luminal_test_model_binding";
+    using Records = std::vector<luminal::io::SafetensorsRecord>;
+    CHECK(binding_error(dir, [](Records&) {}).empty());
+    CHECK(binding_error(dir, [](Records& r) {
+              std::erase_if(r, [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
+          }).find("missing tensor 'model.layers.1.mlp.up_proj.weight' (the model expects shape [128, 64])") !=
+          std::string::npos);
+    CHECK(binding_error(dir, [](Records& r) {
+              r.push_back({"model.layers.7.extra.weight", r[0].dtype, r[0].shape, r[0].bytes});
+          }).find("1 tensor(s) the model does not use: model.layers.7.extra.weight") != std::string::npos);
+    CHECK(binding_error(dir, [](Records& r) {
+              for (auto& t : r)
+                  if (t.name == "model.norm.weight") t = {t.name, t.dtype, {32}, t.bytes.first(t.bytes.size() / 2)};
+          }).find("tensor 'model.norm.weight' has shape [32] but the model expects [64]") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bf16 weights: stored as bf16, computed in f32, match transformers on the rounded weights") {
+    // The llama fixture's weights rounded to bf16 (to nearest even, as torch's
+    // .to(torch.bfloat16)), kept in bf16 by the model; transformers' reference
+    // ran the same rounded weights in f32.
+    const auto dir = std::filesystem::temp_directory_path() / "luminal_test_model_bf16";
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(kModels / "llama" / "config.json", dir / "config.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    const auto source = luminal::io::SafetensorsFile::open(kModels / "llama" / "model.safetensors");
+    std::vector<std::vector<std::uint16_t>> storage;
+    std::vector<luminal::io::SafetensorsRecord> records;
+    for (const auto& t : source.tensors()) {
+        auto& bits = storage.emplace_back();
+        for (float v : luminal::io::to_f32(t)) bits.push_back(luminal::f32_to_bf16_bits(v));
+        records.push_back({t.name, luminal::io::SafetensorsDType::BF16, t.shape, std::as_bytes(std::span(bits))});
+    }
+    luminal::io::write_safetensors(dir / "model.safetensors", records);
+    const auto reference = luminal::io::SafetensorsFile::open(kModels / "llama" / "reference.safetensors");
+    const auto prompt64 = luminal::io::to_vector<std::int64_t>(reference.at("prompt_ids"));
+
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(luminal::io::load_model_config(dir),
+                                                               {.context = 16, .weight_dtype = luminal::DType::BF16});
+    luminal::CompileOptions options;
+    options.verbosity = 0;
+    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+    session.load_weights(luminal::io::SafetensorsModel::open(dir));
+    const std::vector<float> logits = session.forward(std::vector<std::int32_t>(prompt64.begin(), prompt64.end()));
+    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("bf16_prefill_logits"))) <= kTolerance);
+    // Rounding the weights moved the logits well beyond the tolerance: the check above can tell them apart.
+    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("prefill_logits"))) > 100 * kTolerance);
+    std::filesystem::remove_all(dir);
+}
