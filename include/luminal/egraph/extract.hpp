@@ -2,9 +2,12 @@
 // Choosing one e-node per e-class and lowering the choice to a Program.
 //  * cost model: bytes moved plus a per-kernel overhead, with arithmetic for
 //    GEMMs; symbolic sizes are costed at their current value or a default;
-//  * extract_min_cost: the cheapest tree per class (always acyclic);
+//  * extract_min_cost: the cheapest choice per class, shared subgraphs
+//    amortised over their users (always acyclic);
 //  * a Choice can also be edited by search; is_acyclic() checks it.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -42,22 +45,83 @@ inline double node_cost(const NodeSpec& s, const DynMap& dims) {
     return cost;
 }
 
+// The cheapest e-node per class by amortised cost: a class used by u parent
+// classes passes 1/u of its cost to each. (Summed tree costs count a shared
+// subgraph once per path to it, which grows exponentially with depth, since a
+// residual stream is read by every layer, until the differences between
+// alternatives vanish below double precision.) Amortised costs can favour a
+// node that leads back to its own class, so the choice is then made top-down,
+// each class taking its cheapest node that does not reach a class whose choice
+// is still open above it: the result is always acyclic.
 inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const DynMap& dims) {
     constexpr double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> uses(g.class_capacity(), 0);
+    {
+        std::vector<std::uint64_t> edges;
+        for (ENodeId n = 0; n < g.total_nodes(); ++n) {
+            if (!g.alive(n)) continue;
+            const std::uint64_t parent = g.class_of(n);
+            for (ClassId c : g.children(n)) edges.push_back(parent << 32 | g.find(c));
+        }
+        std::sort(edges.begin(), edges.end());
+        edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+        for (std::uint64_t e : edges) uses[static_cast<ClassId>(e & 0xffffffffu)] += 1;
+    }
     std::vector<double> cost(g.class_capacity(), inf);
-    std::vector<double> own(g.total_nodes(), -1);
-    Choice best(g.class_capacity(), kNoChoice);
+    std::vector<double> own(g.total_nodes(), -1), total(g.total_nodes(), inf);
     for (bool changed = true; changed;) {
         changed = false;
         for (ENodeId n = 0; n < g.total_nodes(); ++n) {
             if (!g.alive(n)) continue;
-            double total = own[n] < 0 ? (own[n] = node_cost(ctx.spec(g, n), dims)) : own[n];
-            for (ClassId c : g.children(n)) total += cost[g.find(c)];
-            ClassId c = g.class_of(n);
-            if (total < cost[c]) {
-                cost[c] = total;
-                best[c] = n;
+            double t = own[n] < 0 ? (own[n] = node_cost(ctx.spec(g, n), dims)) : own[n];
+            for (ClassId c : g.children(n)) {
+                const ClassId child = g.find(c);
+                t += cost[child] / std::max(uses[child], 1.0);
+            }
+            total[n] = t;
+            if (t < cost[g.class_of(n)]) {
+                cost[g.class_of(n)] = t;
                 changed = true;
+            }
+        }
+    }
+
+    enum : std::uint8_t { Open, Active, Done };
+    std::vector<std::uint8_t> state(g.class_capacity(), Open);
+    Choice best(g.class_capacity(), kNoChoice);
+    struct Frame {
+        ClassId cls;
+        std::size_t next_child = 0;
+    };
+    std::vector<Frame> stack;
+    std::vector<ENodeId> order;
+    auto open = [&](ClassId c) {
+        state[c] = Active;
+        order.assign(g.class_nodes(c).begin(), g.class_nodes(c).end());
+        std::stable_sort(order.begin(), order.end(), [&](ENodeId a, ENodeId b) { return total[a] < total[b]; });
+        for (ENodeId n : order) {
+            if (!g.alive(n) || total[n] == inf) continue;
+            const auto kids = g.children(n);
+            if (std::none_of(kids.begin(), kids.end(), [&](ClassId k) { return state[g.find(k)] == Active; })) {
+                best[c] = n;
+                break;
+            }
+        }
+        check(best[c] != kNoChoice, "extract", "class {} has no e-node that avoids a cycle", c);
+        stack.push_back({c});
+    };
+    for (ClassId root = 0; root < g.class_capacity(); ++root) {
+        if (g.find(root) != root || state[root] != Open || g.class_nodes(root).empty()) continue;
+        open(root);
+        while (!stack.empty()) {
+            Frame& top = stack.back();
+            const auto kids = g.children(best[top.cls]);
+            if (top.next_child < kids.size()) {
+                const ClassId child = g.find(kids[top.next_child++]);
+                if (state[child] == Open) open(child);
+            } else {
+                state[top.cls] = Done;
+                stack.pop_back();
             }
         }
     }
