@@ -44,6 +44,7 @@ struct Args {
     std::int64_t context = 512;
     bool chat = false;
     bool ignore_eos = false;
+    bool bf16 = false;
 };
 
 std::string chat_prompt(const luminal::io::ModelConfig& config, const std::string& text) {
@@ -65,7 +66,8 @@ int run(const Args& args) {
     double load_ms = ms_since(load_start);
 
     const auto compile_start = Clock::now();
-    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, {.context = args.context});
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(
+        config, {.context = args.context, .weight_dtype = args.bf16 ? luminal::DType::BF16 : luminal::DType::F32});
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
@@ -123,7 +125,8 @@ int run(const Args& args) {
     std::printf("TTFT: %.2f ms\n", ttft);
     std::printf("TPOT: %.2f ms\n", tpot);
     const luminal::io::Json result = {
-        {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", "cpu"}, {"dtype", "float32"},
+        {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", "cpu"},
+        {"dtype", args.bf16 ? "bfloat16 weights, float32 compute" : "float32"},
         {"prompt_tokens", prompt.size()}, {"iters", args.iters}, {"ttft_ms", ttft},
         {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"search_iters", args.search},
         {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
@@ -149,6 +152,7 @@ int main(int argc, char** argv) {
     app.add_option("--context", args.context, "KV cache size in tokens")->check(CLI::PositiveNumber);
     app.add_flag("--chat", args.chat, "wrap the prompt in the family's chat template");
     app.add_flag("--ignore-eos", args.ignore_eos, "keep generating past end-of-sequence tokens");
+    app.add_flag("--bf16", args.bf16, "keep the weight matrices in bf16 (computed in f32)");
     CLI11_PARSE(app, argc, argv);
     try {
         return run(args);
