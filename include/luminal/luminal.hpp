@@ -34,3 +34,4 @@
 #include "luminal/io/chat_template.hpp"
 #include "luminal/nn/models.hpp"
 #include "luminal/nn/session.hpp"
+#include "luminal/io/gguf.hpp"

@@ -6,6 +6,8 @@
 // broken files assembled byte by byte here.
 #include <doctest/doctest.h>
 
+#include "parser_checks.hpp"
+
 #include <luminal/io/safetensors.hpp>
 #include <luminal/io/safetensors_convert.hpp>
 #include <luminal/io/safetensors_model.hpp>
@@ -33,22 +35,9 @@ const fs::path data_dir = fs::path(LUMINAL_TEST_DATA_DIR) / "safetensors";
 
 Json expected_values() { return parse_json(read_text_file(data_dir / "expected.json"), "expected.json"); }
 
-// A fresh directory under the system temp dir, removed with its contents.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static std::atomic<int> counter{0};
-        path = fs::temp_directory_path() /
-               ("luminal_safetensors_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
+// A fresh temp directory, removed with its contents.
+struct TempDir : parser_checks::TempDir {
+    TempDir() : parser_checks::TempDir("luminal_safetensors_test") {}
 };
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
@@ -66,34 +55,11 @@ std::string le64(std::uint64_t v) {
 // A safetensors file assembled by hand: length, header text, data bytes.
 std::string raw_file(const std::string& header, const std::string& data) { return le64(header.size()) + header + data; }
 
-std::span<const std::byte> as_bytes(const std::string& s) {
-    return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
+using parser_checks::as_bytes;
+using parser_checks::error_of;
 
-// Parsing `file` fails with an Error whose message contains every fragment.
 void check_rejected(const std::string& file, std::initializer_list<std::string_view> fragments) {
-    try {
-        (void)SafetensorsView::parse(as_bytes(file), "bad.safetensors");
-        FAIL("parsed a malformed file");
-    } catch (const Error& error) {
-        const std::string message = error.what();
-        CHECK(error.where() == "bad.safetensors");
-        for (std::string_view fragment : fragments) {
-            INFO("message: ", message);
-            CHECK(message.find(fragment) != std::string::npos);
-        }
-    }
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& error) {
-        return error.what();
-    }
-    FAIL("no Error thrown");
-    return {};
+    parser_checks::check_rejected<SafetensorsView>(file, "bad.safetensors", fragments);
 }
 
 std::uint32_t bits_of_float(float v) { return std::bit_cast<std::uint32_t>(v); }
