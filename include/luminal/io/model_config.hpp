@@ -90,6 +90,16 @@ inline void check_positive(int64_t value, const char* field, const std::string& 
     if (value <= 0) throw Error(where, fmt::format("field '{}' must be positive, got {}", field, value));
 }
 
+// Sizes of a parsed MoE block; `top_k_field` is the family's name for k.
+inline void check_moe(const MoeConfig& experts, const char* top_k_field, const std::string& where) {
+    check_positive(experts.num_experts, "num_experts", where);
+    check_positive(experts.top_k, top_k_field, where);
+    check_positive(experts.intermediate_size, "moe_intermediate_size", where);
+    if (experts.top_k > experts.num_experts)
+        throw Error(where, fmt::format("{} {} exceeds num_experts {}", top_k_field, experts.top_k,
+                                       experts.num_experts));
+}
+
 inline std::vector<int64_t> parse_token_ids(const Json& config, const char* key, const std::string& where) {
     const auto value = json_optional<Json>(config, key, where);
     if (!value) return {};
@@ -215,12 +225,7 @@ inline void parse_qwen3(const Json& config, ModelConfig& out, bool moe, const st
         experts.top_k = json_required<int64_t>(config, "num_experts_per_tok", where);
         experts.intermediate_size = json_required<int64_t>(config, "moe_intermediate_size", where);
         experts.norm_topk_prob = json_value_or<bool>(config, "norm_topk_prob", false, where);
-        check_positive(experts.num_experts, "num_experts", where);
-        check_positive(experts.top_k, "num_experts_per_tok", where);
-        check_positive(experts.intermediate_size, "moe_intermediate_size", where);
-        if (experts.top_k > experts.num_experts)
-            throw Error(where, fmt::format("num_experts_per_tok {} exceeds num_experts {}", experts.top_k,
-                                           experts.num_experts));
+        check_moe(experts, "num_experts_per_tok", where);
         out.moe = experts;
         dense_layers = json_value_or<std::vector<int64_t>>(config, "mlp_only_layers", {}, where);
     }
@@ -332,12 +337,7 @@ inline void parse_gemma(const Json& config, ModelConfig& out, bool gemma4, const
             experts.top_k = json_required<int64_t>(config, "top_k_experts", where);
             experts.intermediate_size = json_required<int64_t>(config, "moe_intermediate_size", where);
             experts.norm_topk_prob = true;  // Gemma 4's router always renormalises
-            check_positive(experts.num_experts, "num_experts", where);
-            check_positive(experts.top_k, "top_k_experts", where);
-            check_positive(experts.intermediate_size, "moe_intermediate_size", where);
-            if (experts.top_k > experts.num_experts)
-                throw Error(where, fmt::format("top_k_experts {} exceeds num_experts {}", experts.top_k,
-                                               experts.num_experts));
+            check_moe(experts, "top_k_experts", where);
             out.moe = experts;
         }
     } else {
