@@ -1,13 +1,13 @@
 // Text generation with any bundled family from a Hugging Face model directory
-// (config.json, model.safetensors or its index, tokenizer.json): batched
-// prefill of the prompt, then token-by-token decode through the KV cache, with
-// the text streamed to stdout and the benchmark lines after it:
+// (config.json, model.safetensors or its index, tokenizer.json) or a single
+// GGUF file: batched prefill of the prompt, then token-by-token decode through
+// the KV cache, with the text streamed to stdout and the benchmark lines after it:
 //   COMPILE: X ms       graph construction + compilation/search (weights not included)
-//   LOAD: X ms          opening the weights and binding them to the runtime
+//   LOAD: X ms          opening the model files and binding the weights to the runtime
 //   Prompt: N tokens
 //   TTFT: X ms          median over --iters of: prefill forward + first token pick
 //   TPOT: X ms          mean decode step, after one warm-up step
-//   BENCH_RESULT {...}  the same numbers as JSON
+//   BENCH_RESULT {...}  the same numbers as JSON, with the prompt and generated ids
 #include <CLI/CLI.hpp>
 #include <luminal/luminal.hpp>
 #include <luminal/nn/sampling.hpp>
@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -47,22 +48,11 @@ struct Args {
     bool bf16 = false;
 };
 
-std::string chat_prompt(const luminal::io::ModelConfig& config, const std::string& text) {
-    using luminal::io::ChatFamily;
-    const ChatFamily family = config.family == luminal::io::ModelFamily::Llama ? ChatFamily::Llama3
-                              : config.family == luminal::io::ModelFamily::Gemma3 ||
-                                        config.family == luminal::io::ModelFamily::Gemma4
-                                  ? ChatFamily::Gemma3
-                                  : ChatFamily::Qwen3;
-    const std::vector<luminal::io::ChatMessage> messages{{"user", text}};
-    return luminal::io::render_chat(family, messages);
-}
-
 int run(const Args& args) {
     const auto load_start = Clock::now();
-    const auto config = luminal::io::load_model_config(args.model);
-    const auto tokenizer = luminal::io::Tokenizer::from_file(args.model / "tokenizer.json");
-    const auto weights = luminal::io::SafetensorsModel::open(args.model);
+    const auto pretrained = luminal::nn::PretrainedModel::open(args.model);
+    const luminal::io::ModelConfig& config = pretrained.config();
+    const luminal::io::Tokenizer& tokenizer = pretrained.tokenizer();
     double load_ms = ms_since(load_start);
 
     const auto compile_start = Clock::now();
@@ -75,15 +65,19 @@ int run(const Args& args) {
     const double compile_ms = ms_since(compile_start);
 
     const auto bind_start = Clock::now();
-    session.load_weights(weights);
+    session.load_weights(pretrained);
     load_ms += ms_since(bind_start);
 
-    const std::string text = args.chat ? chat_prompt(config, args.prompt) : args.prompt;
+    const std::vector<luminal::io::ChatMessage> messages{{"user", args.prompt}};
+    const std::string text = args.chat ? render_chat(pretrained.chat_family(), messages) : args.prompt;
     const std::vector<std::int32_t> prompt = tokenizer.encode(text, !args.chat);
     luminal::check(!prompt.empty(), "generate", "the prompt encodes to no tokens");
     const auto vocab = static_cast<std::size_t>(config.vocab_size);
     std::vector<std::int32_t> stops(config.eos_token_ids.begin(), config.eos_token_ids.end());
     if (auto eos = tokenizer.eos_id()) stops.push_back(*eos);
+    if (args.chat)
+        for (const std::string& name : luminal::io::chat_stop_tokens(pretrained.chat_family()))
+            if (auto id = tokenizer.token_to_id(name)) stops.push_back(*id);
 
     std::vector<double> ttft_samples;
     std::int32_t token = 0;
@@ -96,21 +90,21 @@ int run(const Args& args) {
         ttft_samples.push_back(ms_since(start));
     }
 
-    std::fputs(args.prompt.c_str(), stdout);
+    std::printf(args.chat ? "> %s\n" : "%s", args.prompt.c_str());
     luminal::io::StreamingDecoder stream(tokenizer, true);
     luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed + 1);
     std::vector<double> tpot_samples;
-    int generated = 1;
+    std::vector<std::int32_t> generated_ids{token};
     std::fputs(stream.step(token).c_str(), stdout);
     std::fflush(stdout);
-    while (generated < args.max_tokens && session.position() < args.context &&
+    while (std::cmp_less(generated_ids.size(), args.max_tokens) && session.position() < args.context &&
            (args.ignore_eos || std::find(stops.begin(), stops.end(), token) == stops.end())) {
         const auto start = Clock::now();
         const std::vector<float> logits = session.forward(std::vector<std::int32_t>{token});
         token = sampler(logits);
         const double step_ms = ms_since(start);
-        if (generated > 1) tpot_samples.push_back(step_ms);  // the first decode step warms up
-        ++generated;
+        if (generated_ids.size() > 1) tpot_samples.push_back(step_ms);  // the first decode step warms up
+        generated_ids.push_back(token);
         std::fputs(stream.step(token).c_str(), stdout);
         std::fflush(stdout);
     }
@@ -130,7 +124,8 @@ int run(const Args& args) {
         {"prompt_tokens", prompt.size()}, {"iters", args.iters}, {"ttft_ms", ttft},
         {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"search_iters", args.search},
         {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
-        {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}};
+        {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}, {"prompt_ids", prompt},
+        {"generated_ids", generated_ids}};
     std::printf("BENCH_RESULT %s\n", result.dump().c_str());
     return 0;
 }
@@ -140,7 +135,9 @@ int run(const Args& args) {
 int main(int argc, char** argv) {
     CLI::App app{"Generate text with a Llama 3, Qwen3, Qwen3-MoE, Gemma 3 or Gemma 4 model on the CPU"};
     Args args;
-    app.add_option("--model", args.model, "Hugging Face model directory")->required()->check(CLI::ExistingDirectory);
+    app.add_option("--model", args.model, "Hugging Face model directory or .gguf file")
+        ->required()
+        ->check(CLI::ExistingPath);
     app.add_option("--prompt", args.prompt, "prompt text");
     app.add_option("--max-tokens", args.max_tokens, "tokens to generate")->check(CLI::PositiveNumber);
     app.add_option("--search", args.search, "candidate programs to profile (1: the cost model decides)")

@@ -29,21 +29,22 @@ std::int32_t argmax(std::span<const float> row) {
     return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
-void check_family(const std::string& name) {
-    CAPTURE(name);
-    const auto dir = kModels / name;
-    const luminal::io::SafetensorsModel weights = luminal::io::SafetensorsModel::open(dir);
-    const auto reference = luminal::io::SafetensorsFile::open(dir / "reference.safetensors");
+// Prefill and greedy decode of `config`'s model with the weights `load` binds,
+// against the logits and ids in `reference_file`.
+template <typename Load>
+void check_against_reference(const luminal::io::ModelConfig& config, Load load,
+                             const std::filesystem::path& reference_file) {
+    const auto reference = luminal::io::SafetensorsFile::open(reference_file);
     const auto prompt64 = luminal::io::to_vector<std::int64_t>(reference.at("prompt_ids"));
     const auto prefill = luminal::io::to_f32(reference.at("prefill_logits"));
     const auto generated = luminal::io::to_vector<std::int64_t>(reference.at("generated_ids"));
     const auto decode = luminal::io::to_f32(reference.at("decode_logits"));
 
-    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(luminal::io::load_model_config(dir), {.context = 32});
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, {.context = 32});
     luminal::CompileOptions options;
     options.verbosity = 0;
     luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
-    session.load_weights(weights);
+    load(session);
     const auto vocab = static_cast<std::size_t>(model.config.vocab_size);
 
     const std::vector<std::int32_t> prompt(prompt64.begin(), prompt64.end());
@@ -61,6 +62,15 @@ void check_family(const std::string& name) {
     }
 }
 
+void check_family(const std::string& name) {
+    CAPTURE(name);
+    const auto dir = kModels / name;
+    const luminal::io::SafetensorsModel weights = luminal::io::SafetensorsModel::open(dir);
+    check_against_reference(
+        luminal::io::load_model_config(dir), [&](auto& session) { session.load_weights(weights); },
+        dir / "reference.safetensors");
+}
+
 }  // namespace
 
 TEST_CASE("llama matches transformers: prefill and greedy decode") { check_family("llama"); }
@@ -68,6 +78,18 @@ TEST_CASE("qwen3 matches transformers: prefill and greedy decode") { check_famil
 TEST_CASE("qwen3-moe matches transformers: prefill and greedy decode") { check_family("qwen3_moe"); }
 TEST_CASE("gemma3 matches transformers: prefill and greedy decode") { check_family("gemma3"); }
 TEST_CASE("gemma4-moe matches transformers: prefill and greedy decode") { check_family("gemma4_moe"); }
+
+// tools/gen_gguf_model_fixtures.py: a Llama in one GGUF file (Q8_0, Q4_1, Q4_0,
+// Q5_1, F16 and F32 tensors, Q/K rows permuted as llama.cpp's converter does),
+// against transformers run on the dequantized weights in Hugging Face layout.
+TEST_CASE("a GGUF Llama matches transformers on its dequantized weights") {
+    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
+    const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
+    CHECK(pretrained.chat_family() == luminal::io::ChatFamily::SmolLm2);
+    check_against_reference(
+        pretrained.config(), [&](auto& session) { session.load_weights(pretrained); },
+        dir / "reference.safetensors");
+}
 
 namespace {
 

@@ -7,9 +7,11 @@
 //   Llama 3   <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>...
 //   Qwen 3    <|im_start|>{role}\n{content}<|im_end|>\n... (ChatML), <think> handling
 //   Gemma 3   <bos><start_of_turn>{user|model}\n{content}<end_of_turn>\n...
+//   SmolLM2   ChatML, with a default system message when the first one is not a system message
 #include "luminal/core/error.hpp"
 #include "luminal/io/utf8.hpp"
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,7 +24,7 @@ struct ChatMessage {
     std::string content;
 };
 
-enum class ChatFamily { Llama3, Qwen3, Gemma3 };
+enum class ChatFamily { Llama3, Qwen3, Gemma3, SmolLm2 };
 
 struct ChatOptions {
     // End with the header of an assistant turn, for the model to continue.
@@ -141,13 +143,36 @@ inline std::string render_gemma3(std::span<const ChatMessage> messages, const Ch
     return out;
 }
 
+// SmolLM2: plain ChatML; a conversation that does not open with a system
+// message gets the model's default one.
+inline std::string render_smollm2(std::span<const ChatMessage> messages, const ChatOptions& options) {
+    check_messages(messages, {"system", "user", "assistant"}, "chat template (SmolLM2)");
+    std::string out;
+    if (!messages.empty() && messages.front().role != "system")
+        out = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
+    for (const auto& message : messages) out += "<|im_start|>" + message.role + "\n" + message.content + "<|im_end|>\n";
+    if (options.add_generation_prompt) out += "<|im_start|>assistant\n";
+    return out;
+}
+
 }  // namespace detail
+
+// The family whose chat format a model's Jinja chat template writes, recognised
+// by its marker tokens (and SmolLM2 by its default system message).
+inline std::optional<ChatFamily> chat_family_of_template(std::string_view jinja) {
+    if (jinja.find("named SmolLM") != std::string_view::npos) return ChatFamily::SmolLm2;
+    if (jinja.find("<|start_header_id|>") != std::string_view::npos) return ChatFamily::Llama3;
+    if (jinja.find("<start_of_turn>") != std::string_view::npos) return ChatFamily::Gemma3;
+    if (jinja.find("<|im_start|>") != std::string_view::npos) return ChatFamily::Qwen3;
+    return std::nullopt;
+}
 
 inline std::string render_chat(ChatFamily family, std::span<const ChatMessage> messages, const ChatOptions& options = {}) {
     switch (family) {
         case ChatFamily::Llama3: return detail::render_llama3(messages, options);
         case ChatFamily::Qwen3: return detail::render_qwen3(messages, options);
         case ChatFamily::Gemma3: return detail::render_gemma3(messages, options);
+        case ChatFamily::SmolLm2: return detail::render_smollm2(messages, options);
     }
     throw Error("render_chat", "unknown chat family");
 }
@@ -156,7 +181,8 @@ inline std::string render_chat(ChatFamily family, std::span<const ChatMessage> m
 inline std::vector<std::string> chat_stop_tokens(ChatFamily family) {
     switch (family) {
         case ChatFamily::Llama3: return {"<|eot_id|>", "<|end_of_text|>"};
-        case ChatFamily::Qwen3: return {"<|im_end|>", "<|endoftext|>"};
+        case ChatFamily::Qwen3:
+        case ChatFamily::SmolLm2: return {"<|im_end|>", "<|endoftext|>"};
         case ChatFamily::Gemma3: return {"<end_of_turn>", "<eos>"};
     }
     throw Error("chat_stop_tokens", "unknown chat family");

@@ -215,6 +215,17 @@ public:
             value.storage());
     }
 
+    // A float stored as f32 or f64.
+    double get_real(std::string_view key) const {
+        const GgufValue& value = at(key);
+        if (const float* f = value.get_if<float>()) return *f;
+        if (const double* d = value.get_if<double>()) return *d;
+        throw Error(file_, fmt::format("metadata key '{}' is {}, expected f32 or f64", key, value.type_name()));
+    }
+
+    // The file these entries came from, for error messages.
+    const std::string& file() const { return file_; }
+
 private:
     std::vector<Entry> entries_;
     std::map<std::string_view, std::size_t, std::less<>> index_;

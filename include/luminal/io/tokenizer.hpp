@@ -49,7 +49,11 @@ class Tokenizer {
 public:
     // Parses tokenizer.json text; `where` (a path, or "tokenizer.json") prefixes errors.
     static Tokenizer from_json(std::string_view json_text, const std::string& where) {
-        const Json root = parse_json(json_text, where);
+        return from_parsed_json(parse_json(json_text, where), where);
+    }
+
+    // A tokenizer.json document already parsed (or built, as from GGUF metadata).
+    static Tokenizer from_parsed_json(const Json& root, const std::string& where) {
         check(root.is_object(), where.c_str(), "expected a JSON object at the top level, got {}", root.type_name());
         // Truncation and padding change what encode returns; they are not implemented.
         for (const char* field : {"truncation", "padding"}) {

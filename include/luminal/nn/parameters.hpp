@@ -10,20 +10,18 @@
 #include "luminal/core/error.hpp"
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
-#include "luminal/io/safetensors_convert.hpp"
-#include "luminal/io/safetensors_model.hpp"
+#include "luminal/nn/checkpoint.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace luminal::nn {
-
-using Dims = std::vector<std::int64_t>;
 
 struct Parameter {
     std::string name;
@@ -69,16 +67,15 @@ public:
 
     // Binds every parameter from `weights`. Checkpoint tensors nobody reads are
     // an Error unless `ignorable(name)` (vision towers of multimodal files, say).
-    template <typename Runtime>
-    void bind(Runtime& rt, const io::SafetensorsModel& weights,
-              const std::function<bool(std::string_view)>& ignorable = {}) const {
+    template <typename Runtime, Checkpoint Weights>
+    void bind(Runtime& rt, const Weights& weights, const std::function<bool(std::string_view)>& ignorable = {}) const {
         const auto wanted = checkpoint_names();
         std::vector<std::string> extra;
-        for (std::string_view name : weights.names())
-            if (!wanted.contains(name) && !(ignorable && ignorable(name))) extra.emplace_back(name);
+        for (const std::string& name : weights.tensor_names())
+            if (!wanted.contains(name) && !(ignorable && ignorable(name))) extra.push_back(name);
         if (!extra.empty()) {
             const std::size_t shown = std::min<std::size_t>(extra.size(), 8);
-            throw Error(weights.path().string(),
+            throw Error(weights.location(),
                         fmt::format("{} tensor(s) the model does not use: {}{}", extra.size(),
                                     fmt::join(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
                                     extra.size() > shown ? ", ..." : ""));
@@ -87,12 +84,15 @@ public:
             if (!p.computed.empty()) {
                 rt.set_data(p.tensor, p.computed);
             } else if (p.stacked.empty()) {
-                bind_one(rt, p, checked(weights, p.name, p.shape));
+                check_shape(weights, p.name, p.shape);
+                if (const auto bytes = weights.bytes_as(p.name, p.tensor.dtype())) rt.set_bytes(p.tensor, *bytes);
+                else rt.set_data(p.tensor, weights.values(p.name));
             } else {
                 const Dims part(p.shape.begin() + 1, p.shape.end());
                 std::vector<float> values;
                 for (const std::string& name : p.stacked) {
-                    const auto part_values = io::to_f32(checked(weights, name, part));
+                    check_shape(weights, name, part);
+                    const auto part_values = weights.values(name);
                     values.insert(values.end(), part_values.begin(), part_values.end());
                 }
                 rt.set_data(p.tensor, values);
@@ -109,26 +109,15 @@ private:
         return tensor;
     }
 
-    static const io::SafetensorsTensor& checked(const io::SafetensorsModel& weights, const std::string& name,
-                                                const Dims& shape) {
-        const io::SafetensorsTensor* tensor = weights.find(name);
-        if (tensor == nullptr)
-            throw Error(weights.path().string(),
+    template <Checkpoint Weights>
+    static void check_shape(const Weights& weights, const std::string& name, const Dims& shape) {
+        const std::optional<Dims> stored = weights.shape_of(name);
+        if (!stored)
+            throw Error(weights.location(),
                         fmt::format("missing tensor '{}' (the model expects shape {})", name, shape_string(shape)));
-        if (tensor->shape != shape)
-            throw Error(weights.path().string(),
-                        fmt::format("tensor '{}' has shape {} but the model expects {}", name,
-                                    shape_string(tensor->shape), shape_string(shape)));
-        return *tensor;
-    }
-
-    template <typename Runtime>
-    static void bind_one(Runtime& rt, const Parameter& p, const io::SafetensorsTensor& tensor) {
-        if (tensor.luminal_dtype() == p.tensor.dtype()) {
-            rt.set_bytes(p.tensor, tensor.bytes);
-        } else {
-            rt.set_data(p.tensor, io::to_f32(tensor));
-        }
+        if (*stored != shape)
+            throw Error(weights.location(), fmt::format("tensor '{}' has shape {} but the model expects {}", name,
+                                                        shape_string(*stored), shape_string(shape)));
     }
 
     std::vector<Parameter> parameters_;

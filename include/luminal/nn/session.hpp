@@ -6,6 +6,8 @@
 #include "luminal/egraph/compile.hpp"
 #include "luminal/io/safetensors_model.hpp"
 #include "luminal/nn/causal_lm.hpp"
+#include "luminal/nn/checkpoint.hpp"
+#include "luminal/nn/pretrained.hpp"
 
 #include <cstdint>
 #include <span>
@@ -28,10 +30,15 @@ public:
     }
 
     // Binds `weights` (checked against the model) and starts from no tokens.
-    void load_weights(const io::SafetensorsModel& weights) {
+    template <Checkpoint Weights>
+    void load_weights(const Weights& weights) {
         model_.parameters.bind(runtime_, weights, model_.ignorable);
         loaded_ = true;
         reset();
+    }
+    void load_weights(const io::SafetensorsModel& weights) { load_weights(SafetensorsCheckpoint(weights)); }
+    void load_weights(const PretrainedModel& pretrained) {
+        pretrained.with_checkpoint([&](const auto& weights) { load_weights(weights); });
     }
 
     // Forgets the tokens so far (clears the caches).

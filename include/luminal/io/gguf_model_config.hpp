@@ -1,0 +1,91 @@
+#pragma once
+// The ModelConfig of a GGUF file, from its `{architecture}.*` metadata keys as
+// llama.cpp's converter writes them. Supported architecture: llama (Llama 1-3
+// and Llama-shaped models such as SmolLM2). Whether the LM head is tied and
+// whether attention has biases follow from which tensors the file holds.
+#include "luminal/core/error.hpp"
+#include "luminal/io/gguf.hpp"
+#include "luminal/io/model_config.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace luminal::io {
+
+inline ModelConfig gguf_model_config(const GgufView& file) {
+    const GgufMetadata& metadata = file.metadata();
+    const std::string& where = metadata.file();
+    const std::string architecture(metadata.get_string("general.architecture"));
+    check(architecture == "llama", where.c_str(),
+          "general.architecture '{}' is not supported (luminal runs GGUF files of architecture 'llama')",
+          architecture);
+    const auto key = [&](const char* name) { return architecture + "." + name; };
+    const auto size = [&](const char* name) {
+        const auto value = metadata.get_integer<std::int64_t>(key(name));
+        detail::check_positive(value, key(name).c_str(), where);
+        return value;
+    };
+    // Llama 3.1 files carry their RoPE scaling as per-frequency factors in a tensor.
+    check(!file.contains("rope_freqs.weight"), where.c_str(),
+          "tensor 'rope_freqs.weight' (Llama 3.1 RoPE scaling factors) is not supported");
+
+    ModelConfig config;
+    config.family = ModelFamily::Llama;
+    config.model_type = architecture;
+    config.hidden_size = size("embedding_length");
+    config.intermediate_size = size("feed_forward_length");
+    config.num_hidden_layers = size("block_count");
+    constexpr std::int64_t max_layers = 65536;  // per-layer state is allocated up front
+    check(config.num_hidden_layers <= max_layers, where.c_str(), "{} {} exceeds {}", key("block_count"),
+          config.num_hidden_layers, max_layers);
+    config.num_attention_heads = size("attention.head_count");
+    config.max_position_embeddings = size("context_length");
+    config.rms_norm_eps = metadata.get_real(key("attention.layer_norm_rms_epsilon"));
+    check(config.rms_norm_eps > 0, where.c_str(), "{} must be positive, got {}",
+          key("attention.layer_norm_rms_epsilon"), config.rms_norm_eps);
+    config.hidden_act = "silu";
+    config.vocab_size = metadata.contains(key("vocab_size"))
+                            ? size("vocab_size")
+                            : static_cast<std::int64_t>(metadata.get<GgufArray>("tokenizer.ggml.tokens").size());
+    config.tie_word_embeddings = !file.contains("output.weight");
+    config.attention_bias = file.contains("blk.0.attn_q.bias");
+    if (metadata.contains("tokenizer.ggml.bos_token_id"))
+        config.bos_token_id = metadata.get_integer<std::int64_t>("tokenizer.ggml.bos_token_id");
+    if (metadata.contains("tokenizer.ggml.eos_token_id"))
+        config.eos_token_ids = {metadata.get_integer<std::int64_t>("tokenizer.ggml.eos_token_id")};
+
+    LayerConfig layer;
+    layer.num_key_value_heads = metadata.contains(key("attention.head_count_kv")) ? size("attention.head_count_kv")
+                                                                                  : config.num_attention_heads;
+    check(config.num_attention_heads % layer.num_key_value_heads == 0, where.c_str(),
+          "{} {} is not a multiple of {} {}", key("attention.head_count"), config.num_attention_heads,
+          key("attention.head_count_kv"), layer.num_key_value_heads);
+    layer.head_dim = metadata.contains(key("attention.key_length")) ? size("attention.key_length")
+                                                                    : config.hidden_size / config.num_attention_heads;
+    check(layer.head_dim * config.num_attention_heads == config.hidden_size ||
+              metadata.contains(key("attention.key_length")),
+          where.c_str(), "{} {} is not a multiple of {} {}", key("embedding_length"), config.hidden_size,
+          key("attention.head_count"), config.num_attention_heads);
+    layer.rope.theta = metadata.contains(key("rope.freq_base")) ? metadata.get_real(key("rope.freq_base")) : 10000.0;
+    // The converter's Q/K permutation spans whole heads, so only full rotation round-trips.
+    if (metadata.contains(key("rope.dimension_count")))
+        check(size("rope.dimension_count") == layer.head_dim, where.c_str(),
+              "{} {} differs from the head size {} (partial rotation is not supported)", key("rope.dimension_count"),
+              size("rope.dimension_count"), layer.head_dim);
+    if (metadata.contains(key("rope.scaling.type"))) {
+        const std::string_view scaling = metadata.get_string(key("rope.scaling.type"));
+        if (scaling == "linear") {
+            layer.rope.type = RopeType::Linear;
+            layer.rope.factor = metadata.get_real(key("rope.scaling.factor"));
+            check(layer.rope.factor > 0, where.c_str(), "{} must be positive, got {}", key("rope.scaling.factor"),
+                  layer.rope.factor);
+        } else {
+            check(scaling == "none", where.c_str(), "{} '{}' is not supported (supported: none, linear)",
+                  key("rope.scaling.type"), scaling);
+        }
+    }
+    config.layers.assign(static_cast<std::size_t>(config.num_hidden_layers), layer);
+    return config;
+}
+
+}  // namespace luminal::io

@@ -1,0 +1,142 @@
+#pragma once
+// A GGUF file of a Llama-architecture model seen as a Hugging Face checkpoint:
+// llama.cpp's tensor names mapped back to transformers' (blk.3.attn_q.weight ->
+// model.layers.3.self_attn.q_proj.weight), quantized tensors dequantized to
+// f32, and the rows of the Q and K projections put back in Hugging Face order.
+//
+// Why the reordering: transformers rotates the two halves of each head
+// (dimension j with j + d/2), llama.cpp rotates neighbouring pairs (2j with
+// 2j+1), so llama.cpp's converter permutes the rows of attn_q and attn_k per
+// head: GGUF row h*d + 2j + t holds Hugging Face row h*d + t*d/2 + j (t = 0, 1).
+// The inverse makes our split-half RoPE compute what llama.cpp computes.
+#include "luminal/core/error.hpp"
+#include "luminal/io/gguf.hpp"
+#include "luminal/io/model_config.hpp"
+#include "luminal/nn/checkpoint.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace luminal::nn {
+
+class GgufCheckpoint {
+public:
+    // `config` (from the same file) gives the head counts the Q/K reordering needs.
+    GgufCheckpoint(const io::GgufFile& file, const io::ModelConfig& config) : file_(file) {
+        for (const io::GgufTensor& tensor : file.tensors()) {
+            Entry entry{&tensor, 0, 0};
+            std::string name = hf_name(tensor.name, config, entry);
+            const auto [it, inserted] = entries_.emplace(name, entry);
+            if (!inserted)
+                throw Error(file.path().string(), fmt::format("tensors '{}' and '{}' both map to '{}'",
+                                                              it->second.tensor->name, tensor.name, name));
+        }
+    }
+
+    std::string location() const { return file_.path().string(); }
+    std::vector<std::string> tensor_names() const {
+        std::vector<std::string> names;
+        for (const auto& [name, entry] : entries_) names.push_back(name);
+        return names;
+    }
+    std::optional<Dims> shape_of(std::string_view name) const {
+        const auto it = entries_.find(name);
+        if (it == entries_.end()) return std::nullopt;
+        return it->second.tensor->shape();
+    }
+    // Stored bytes serve only tensors kept as they are: unquantized and not reordered.
+    std::optional<std::span<const std::byte>> bytes_as(std::string_view name, DType dtype) const {
+        const Entry& entry = at(name);
+        if (entry.heads != 0) return std::nullopt;
+        const io::GgufType type = entry.tensor->type;
+        const bool same = (type == io::GgufType::F32 && dtype == DType::F32) ||
+                          (type == io::GgufType::F16 && dtype == DType::F16) ||
+                          (type == io::GgufType::BF16 && dtype == DType::BF16);
+        if (same) return entry.tensor->bytes;
+        return std::nullopt;
+    }
+    std::vector<float> values(std::string_view name) const {
+        const Entry& entry = at(name);
+        std::vector<float> stored = io::dequantize(*entry.tensor);
+        if (entry.heads == 0) return stored;
+        return unpermute_rows(stored, entry, name);
+    }
+
+private:
+    struct Entry {
+        const io::GgufTensor* tensor;
+        std::int64_t heads;     // nonzero: Q/K rows to reorder, per head of `head_dim` rows
+        std::int64_t head_dim;
+    };
+
+    const Entry& at(std::string_view name) const {
+        const auto it = entries_.find(name);
+        check(it != entries_.end(), location().c_str(), "no tensor maps to '{}'", name);
+        return it->second;
+    }
+
+    // The Hugging Face name of a GGUF tensor; names it does not know pass
+    // through, so binding reports them as unused.
+    static std::string hf_name(std::string_view gguf, const io::ModelConfig& config, Entry& entry) {
+        if (gguf == "token_embd.weight") return "model.embed_tokens.weight";
+        if (gguf == "output_norm.weight") return "model.norm.weight";
+        if (gguf == "output.weight") return "lm_head.weight";
+        constexpr std::string_view block = "blk.";
+        if (!gguf.starts_with(block)) return std::string(gguf);
+        std::string_view rest = gguf.substr(block.size());
+        std::size_t layer = 0;
+        const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
+        if (error != std::errc{} || end == rest.data() + rest.size() || *end != '.' ||
+            layer >= config.layers.size())
+            return std::string(gguf);
+        rest = rest.substr(static_cast<std::size_t>(end - rest.data()) + 1);
+        const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+        const std::size_t dot = rest.rfind('.');
+        if (dot == std::string_view::npos) return std::string(gguf);
+        const std::string_view part = rest.substr(0, dot), suffix = rest.substr(dot);  // suffix: ".weight" / ".bias"
+        const io::LayerConfig& shape = config.layers[layer];
+        static const std::map<std::string_view, std::string_view, std::less<>> modules = {
+            {"attn_norm", "input_layernorm"},        {"ffn_norm", "post_attention_layernorm"},
+            {"attn_q", "self_attn.q_proj"},          {"attn_k", "self_attn.k_proj"},
+            {"attn_v", "self_attn.v_proj"},          {"attn_output", "self_attn.o_proj"},
+            {"ffn_gate", "mlp.gate_proj"},           {"ffn_up", "mlp.up_proj"},
+            {"ffn_down", "mlp.down_proj"}};
+        const auto module = modules.find(part);
+        if (module == modules.end()) return std::string(gguf);
+        if (part == "attn_q") entry = {entry.tensor, config.num_attention_heads, shape.head_dim};
+        if (part == "attn_k") entry = {entry.tensor, shape.num_key_value_heads, shape.head_dim};
+        return prefix + std::string(module->second) + std::string(suffix);
+    }
+
+    std::vector<float> unpermute_rows(const std::vector<float>& stored, const Entry& entry,
+                                      std::string_view name) const {
+        const Dims shape = entry.tensor->shape();
+        const std::int64_t rows = shape.front();
+        const std::int64_t columns = entry.tensor->numel / rows;
+        check(rows == entry.heads * entry.head_dim && entry.head_dim % 2 == 0, location().c_str(),
+              "tensor '{}' has {} rows, expected {} heads x {} (even) head size", name, rows, entry.heads,
+              entry.head_dim);
+        const std::int64_t half = entry.head_dim / 2;
+        std::vector<float> out(stored.size());
+        for (std::int64_t h = 0; h < entry.heads; ++h)
+            for (std::int64_t j = 0; j < half; ++j)
+                for (std::int64_t t = 0; t < 2; ++t) {
+                    const std::int64_t from = h * entry.head_dim + 2 * j + t;
+                    const std::int64_t to = h * entry.head_dim + t * half + j;
+                    std::copy_n(stored.begin() + from * columns, columns, out.begin() + to * columns);
+                }
+        return out;
+    }
+
+    const io::GgufFile& file_;
+    std::map<std::string, Entry, std::less<>> entries_;
+};
+
+}  // namespace luminal::nn

@@ -1,0 +1,97 @@
+#pragma once
+// A model on disk in either form users have: a Hugging Face directory
+// (config.json, model.safetensors or its index, tokenizer.json) or a single
+// GGUF file, which carries its config and tokenizer as metadata. Both give the
+// same ModelConfig, Tokenizer and chat format, and a Checkpoint in Hugging Face
+// naming, so everything downstream is the same code.
+#include "luminal/core/error.hpp"
+#include "luminal/io/chat_template.hpp"
+#include "luminal/io/gguf.hpp"
+#include "luminal/io/gguf_model_config.hpp"
+#include "luminal/io/gguf_tokenizer.hpp"
+#include "luminal/io/json.hpp"
+#include "luminal/io/model_config.hpp"
+#include "luminal/io/safetensors_model.hpp"
+#include "luminal/io/tokenizer.hpp"
+#include "luminal/nn/checkpoint.hpp"
+#include "luminal/nn/gguf_checkpoint.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace luminal::nn {
+
+class PretrainedModel {
+public:
+    // A directory is read as a Hugging Face model, a file as GGUF.
+    static PretrainedModel open(const std::filesystem::path& path) {
+        if (std::filesystem::is_directory(path)) return open_directory(path);
+        check(std::filesystem::is_regular_file(path), path.string().c_str(),
+              "no such model: expected a Hugging Face model directory or a .gguf file");
+        io::GgufFile file = io::GgufFile::open(path);
+        io::ModelConfig config = io::gguf_model_config(file.view());
+        io::Tokenizer tokenizer = io::gguf_tokenizer(file.view());
+        std::optional<io::ChatFamily> chat;
+        if (file.metadata().contains("tokenizer.chat_template"))
+            chat = io::chat_family_of_template(file.metadata().get_string("tokenizer.chat_template"));
+        return PretrainedModel(path, std::move(config), std::move(tokenizer), chat, std::move(file));
+    }
+
+    const std::filesystem::path& path() const { return path_; }
+    const io::ModelConfig& config() const { return config_; }
+    const io::Tokenizer& tokenizer() const { return tokenizer_; }
+    // The format the model's chat template writes; without a recognised
+    // template, the usual one of its family.
+    io::ChatFamily chat_family() const { return chat_family_; }
+
+    // Calls `use` with the weights as a Checkpoint.
+    template <typename Use>
+    decltype(auto) with_checkpoint(Use&& use) const {
+        if (const auto* safetensors = std::get_if<io::SafetensorsModel>(&weights_))
+            return use(SafetensorsCheckpoint(*safetensors));
+        return use(GgufCheckpoint(std::get<io::GgufFile>(weights_), config_));
+    }
+
+private:
+    using Weights = std::variant<io::SafetensorsModel, io::GgufFile>;
+
+    PretrainedModel(std::filesystem::path path, io::ModelConfig config, io::Tokenizer tokenizer,
+                    std::optional<io::ChatFamily> chat, Weights weights)
+        : path_(std::move(path)), config_(std::move(config)), tokenizer_(std::move(tokenizer)),
+          chat_family_(chat.value_or(family_chat(config_.family))), weights_(std::move(weights)) {}
+
+    static PretrainedModel open_directory(const std::filesystem::path& dir) {
+        io::ModelConfig config = io::load_model_config(dir);
+        io::Tokenizer tokenizer = io::Tokenizer::from_file(dir / "tokenizer.json");
+        std::optional<io::ChatFamily> chat;
+        const auto tokenizer_config = dir / "tokenizer_config.json";
+        if (std::filesystem::exists(tokenizer_config)) {
+            const io::Json json = io::parse_json(io::read_text_file(tokenizer_config), tokenizer_config.string());
+            if (const auto jinja = json.find("chat_template"); jinja != json.end() && jinja->is_string())
+                chat = io::chat_family_of_template(jinja->get<std::string>());
+        }
+        return PretrainedModel(dir, std::move(config), std::move(tokenizer), chat, io::SafetensorsModel::open(dir));
+    }
+
+    static io::ChatFamily family_chat(io::ModelFamily family) {
+        switch (family) {
+            case io::ModelFamily::Llama: return io::ChatFamily::Llama3;
+            case io::ModelFamily::Gemma3:
+            case io::ModelFamily::Gemma4: return io::ChatFamily::Gemma3;
+            case io::ModelFamily::Qwen3:
+            case io::ModelFamily::Qwen3Moe: return io::ChatFamily::Qwen3;
+        }
+        return io::ChatFamily::Qwen3;
+    }
+
+    std::filesystem::path path_;
+    io::ModelConfig config_;
+    io::Tokenizer tokenizer_;
+    io::ChatFamily chat_family_;
+    Weights weights_;
+};
+
+}  // namespace luminal::nn
