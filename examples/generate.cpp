@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,7 +46,7 @@ struct Args {
     std::int64_t context = 512;
     bool chat = false;
     bool ignore_eos = false;
-    bool bf16 = false;
+    luminal::DType weights = luminal::DType::F32;
 };
 
 int run(const Args& args) {
@@ -57,7 +58,7 @@ int run(const Args& args) {
 
     const auto compile_start = Clock::now();
     luminal::nn::CausalLm model = luminal::nn::build_causal_lm(
-        config, {.context = args.context, .weight_dtype = args.bf16 ? luminal::DType::BF16 : luminal::DType::F32});
+        config, {.context = args.context, .weight_dtype = args.weights});
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
@@ -120,7 +121,9 @@ int run(const Args& args) {
     std::printf("TPOT: %.2f ms\n", tpot);
     const luminal::io::Json result = {
         {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", "cpu"},
-        {"dtype", args.bf16 ? "bfloat16 weights, float32 compute" : "float32"},
+        {"dtype", args.weights == luminal::DType::F32
+                      ? std::string("float32")
+                      : fmt::format("{} weights, float32 compute", luminal::name_of(args.weights))},
         {"prompt_tokens", prompt.size()}, {"iters", args.iters}, {"ttft_ms", ttft},
         {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"search_iters", args.search},
         {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
@@ -149,7 +152,10 @@ int main(int argc, char** argv) {
     app.add_option("--context", args.context, "KV cache size in tokens")->check(CLI::PositiveNumber);
     app.add_flag("--chat", args.chat, "wrap the prompt in the family's chat template");
     app.add_flag("--ignore-eos", args.ignore_eos, "keep generating past end-of-sequence tokens");
-    app.add_flag("--bf16", args.bf16, "keep the weight matrices in bf16 (computed in f32)");
+    const std::map<std::string, luminal::DType> weight_dtypes{
+        {"f32", luminal::DType::F32}, {"f16", luminal::DType::F16}, {"bf16", luminal::DType::BF16}};
+    app.add_option("--weights", args.weights, "dtype the weight matrices are kept in (f16/bf16: computed in f32)")
+        ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
     CLI11_PARSE(app, argc, argv);
     try {
         return run(args);

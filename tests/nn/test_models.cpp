@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <luminal/luminal.hpp>
 #include <string>
 #include <vector>
@@ -135,6 +136,46 @@ TEST_CASE("weights that do not fit the model: missing, extra, mis-shaped tensors
                   if (t.name == "model.norm.weight") t = {t.name, t.dtype, {32}, t.bytes.first(t.bytes.size() / 2)};
           }).find("tensor 'model.norm.weight' has shape [32] but the model expects [64]") != std::string::npos);
     std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// The GGUF fixture with one tensor name replaced by another of the same length
+// (the file stays valid), loaded into its model: the binding error, or "".
+std::string gguf_binding_error(std::string_view from, std::string_view to) {
+    const auto source = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model" / "model.gguf";
+    std::string bytes = luminal::io::read_text_file(source);
+    const auto at = bytes.find(from);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(from.size() == to.size());
+    bytes.replace(at, from.size(), to);
+    const auto path = std::filesystem::temp_directory_path() / "luminal_test_renamed.gguf";
+    std::ofstream(path, std::ios::binary) << bytes;
+    std::string message;
+    try {
+        const auto pretrained = luminal::nn::PretrainedModel::open(path);
+        luminal::nn::CausalLm model = luminal::nn::build_causal_lm(pretrained.config(), {.context = 8});
+        luminal::CompileOptions options;
+        options.verbosity = 0;
+        luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+        session.load_weights(pretrained);
+    } catch (const luminal::Error& error) {
+        message = error.what();
+    }
+    std::filesystem::remove(path);
+    return message;
+}
+
+}  // namespace
+
+TEST_CASE("a GGUF file whose tensors do not fit the model names them") {
+    CHECK(gguf_binding_error("blk.1.ffn_up.weight", "blk.1.ffn_xx.weight")
+              .find("1 tensor(s) the model does not use: blk.1.ffn_xx.weight") != std::string::npos);
+    // Layer 9 of a 2-layer model: not mapped to a Hugging Face name, so unused.
+    CHECK(gguf_binding_error("blk.0.attn_q.weight", "blk.9.attn_q.weight")
+              .find("1 tensor(s) the model does not use: blk.9.attn_q.weight") != std::string::npos);
+    CHECK(gguf_binding_error("output_norm.weight", "output_norm.weigh2")
+              .find("output_norm.weigh2") != std::string::npos);
 }
 
 TEST_CASE("bf16 weights: stored as bf16, computed in f32, match transformers on the rounded weights") {

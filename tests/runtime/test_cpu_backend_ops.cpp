@@ -1,6 +1,6 @@
 // CpuRuntime's backend ops in hand-built programs:
 //  * Matmul (2-D, batched, broadcast batch, transposed / strided / padded
-//    operands, f16, i32) against a naive double-precision triple loop written
+//    operands, f16, i32, f32 times f16/bf16) against a naive double-precision triple loop written
 //    here, reading the operands through luminal::BoundView;
 //  * FusedElementwise: a region of elementwise primitives in a graph is turned
 //    into one fused node here, and the result compared with the same graph run
@@ -10,6 +10,7 @@
 
 #include <luminal/luminal.hpp>
 #include <map>
+#include <optional>
 
 #include "cpu_test_support.hpp"
 
@@ -30,7 +31,8 @@ struct MatmulCase {
     std::string name;
     luminal::Shape a_shape, b_shape;  // stored (contiguous) shapes of the inputs
     ShapeTracker a_view, b_view;      // how the Matmul reads them: [.., m, k] and [.., n, k]
-    DType dtype = DType::F32;
+    DType dtype = DType::F32;         // of a and of the result
+    std::optional<DType> b_dtype = std::nullopt;  // of b, when not `dtype` (an f32 product of an f16/bf16 b)
 };
 
 // out[.., i, j] = sum_k a[.., i, k] * b[.., j, k] in double, from logical views.
@@ -60,7 +62,8 @@ std::vector<double> naive_matmul(const MatmulCase& c, const std::vector<double>&
 void check_matmul(const MatmulCase& c) {
     INFO("matmul case: " << c.name);
     ProgramBuilder pb;
-    GraphTensor a = pb.g.tensor(c.a_shape, c.dtype), b = pb.g.tensor(c.b_shape, c.dtype);
+    const DType b_dtype = c.b_dtype.value_or(c.dtype);
+    GraphTensor a = pb.g.tensor(c.a_shape, c.dtype), b = pb.g.tensor(c.b_shape, b_dtype);
     std::uint32_t ia = pb.input(a), ib = pb.input(b);
     luminal::Shape out_shape = c.a_view.dims();
     out_shape.back() = c.b_view.dims()[c.b_view.rank() - 2];
@@ -72,9 +75,15 @@ void check_matmul(const MatmulCase& c) {
     auto gen = luminal::is_float(c.dtype) ? cpu_test::uniform(-1, 1) : cpu_test::integers(-1000, 1000);
     std::vector<double> av = gen(static_cast<std::size_t>(cpu_test::numel(c.a_shape, {})), rng);
     std::vector<double> bv = gen(static_cast<std::size_t>(cpu_test::numel(c.b_shape, {})), rng);
-    if (c.dtype == DType::F16)  // the reference multiplies the values the f16 inputs actually hold
-        for (auto* v : {&av, &bv})
-            for (double& x : *v) x = luminal::f16_bits_to_f32(luminal::f32_to_f16_bits(static_cast<float>(x)));
+    // The reference multiplies the values the 16-bit inputs actually hold.
+    auto held = [](DType t, std::vector<double>& values) {
+        for (double& x : values) {
+            if (t == DType::F16) x = luminal::f16_bits_to_f32(luminal::f32_to_f16_bits(static_cast<float>(x)));
+            if (t == DType::BF16) x = luminal::bf16_bits_to_f32(luminal::f32_to_bf16_bits(static_cast<float>(x)));
+        }
+    };
+    held(c.dtype, av);
+    held(b_dtype, bv);
 
     luminal::CpuRuntime rt;
     rt.load(pb.program);
@@ -129,6 +138,19 @@ TEST_CASE("cpu backend: Matmul against a naive triple loop") {
         {"f16 transposed", S{33, 9}, S{11, 33}, ShapeTracker({33, 9}).permute({1, 0}), ShapeTracker({11, 33}),
          DType::F16},
         {"i32 (wraps)", S{4, 6}, S{5, 6}, ShapeTracker({4, 6}), ShapeTracker({5, 6}), DType::I32},
+        // An f32 product with a 16-bit b: up to 8 rows of a read b in place and
+        // widen it (sums in 16 lanes, a tail of k % 16); more rows, or b rows
+        // that are not contiguous, go through an f32 copy of b and the GEMM.
+        {"f32 x bf16 rows, one row of a", S{1, 70}, S{9, 70}, ShapeTracker({1, 70}), ShapeTracker({9, 70}), DType::F32,
+         DType::BF16},
+        {"f32 x f16 rows, 8 rows, broadcast batch", S{2, 8, 48}, S{5, 48}, ShapeTracker({2, 8, 48}),
+         ShapeTracker({5, 48}).expand_dim(0, 2), DType::F32, DType::F16},
+        {"f32 x bf16 rows, a column-major", S{40, 3}, S{6, 40}, ShapeTracker({40, 3}).permute({1, 0}),
+         ShapeTracker({6, 40}), DType::F32, DType::BF16},
+        {"f32 x bf16, 9 rows of a (copied)", S{9, 20}, S{4, 20}, ShapeTracker({9, 20}), ShapeTracker({4, 20}),
+         DType::F32, DType::BF16},
+        {"f32 x bf16 columns (copied)", S{2, 20}, S{20, 4}, ShapeTracker({2, 20}), ShapeTracker({20, 4}).permute({1, 0}),
+         DType::F32, DType::BF16},
     };
     for (const MatmulCase& c : cases) check_matmul(c);
 }

@@ -94,6 +94,35 @@ TEST_CASE("cpu candidates: MLP (Matmul + fused activations)") {
     CHECK(t.with_fused > 0);
 }
 
+TEST_CASE("cpu candidates: a bf16 weight widened for its matmul is read as stored") {
+    for (std::int64_t rows : {1, 12}) {
+        CAPTURE(rows);
+        luminal::Graph g;
+        auto x = g.named_tensor("x", {'s', 40});
+        auto w = g.named_tensor("w", {24, 40}, DType::BF16);
+        g.set_dim('s', rows);
+        std::vector<GraphTensor> outs{x.matmul(w.cast(DType::F32).t()).silu().output()};
+        Tally t = check_candidates(g, outs, 20);
+        CHECK(t.with_matmul > 0);
+
+        // The cost model's choice: the Matmul reads the bf16 input, and no Cast is left.
+        egraph::HlirEGraph h;
+        egraph::build_egraph(g, h);
+        egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
+        const luminal::Program p = egraph::lower(
+            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, egraph::costing_dims(g.dyn_map())), h.roots);
+        INFO(p.to_string());
+        bool narrow_matmul = false, cast = false;
+        for (const auto& n : p.nodes) {
+            cast |= n.spec.kind == luminal::symbol_of(luminal::OpKind::Cast);
+            if (n.spec.kind == luminal::symbol_of(luminal::BackendOp::Matmul))
+                narrow_matmul |= p.nodes[n.sources[1]].spec.dtype == DType::BF16;
+        }
+        CHECK(narrow_matmul);
+        CHECK_FALSE(cast);
+    }
+}
+
 TEST_CASE("cpu candidates: causal attention") {
     luminal::Graph g;
     Expression s = 's', z = Expression::index();

@@ -5,8 +5,13 @@
 // the other layout); other strides are packed into a contiguous temporary.
 // Batch axes are looped (a stride of 0 broadcasts a batch). f16 / bf16
 // operands, and padded views, are converted to contiguous f32 first and the
-// result rounded to the node dtype; integers use a wrapping triple loop.
+// result rounded to the node dtype, except that a B with contiguous 16-bit
+// rows times at most kWideningMaxRows rows of A is read in place and widened
+// on the fly; integers use a wrapping triple loop.
 #include <Eigen/Core>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -79,6 +84,61 @@ BoundAxes operand_axes(const ShapeTracker& view, const DynMap& dims, DType dtype
     return bound;
 }
 
+// Rows of A at most this many take the widening product below; more rows
+// amortise one f32 copy of B, and Eigen's GEMM wins.
+inline constexpr std::int64_t kWideningMaxRows = 8;
+
+template <DType D>
+inline float widen(std::uint16_t bits) {
+    if constexpr (D == DType::BF16) return bf16_bits_to_f32(bits);
+    else return f16_bits_to_f32(bits);
+}
+
+// lanes[l] += x[q + l] * widen(w[q + l]) for q = 0, 16, .., whole - 16. bf16
+// widening is a shift, which the compiler vectorises; f16 uses the F16C
+// conversion instruction where the target has it.
+template <DType D>
+inline void accumulate_lanes(const float* x, const std::uint16_t* w, std::int64_t whole, float* lanes) {
+#ifdef __F16C__
+    if constexpr (D == DType::F16) {
+        __m256 low = _mm256_loadu_ps(lanes), high = _mm256_loadu_ps(lanes + 8);
+        for (std::int64_t q = 0; q < whole; q += 16) {
+            const __m256 w_low = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + q)));
+            const __m256 w_high = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + q + 8)));
+            low = _mm256_add_ps(low, _mm256_mul_ps(_mm256_loadu_ps(x + q), w_low));
+            high = _mm256_add_ps(high, _mm256_mul_ps(_mm256_loadu_ps(x + q + 8), w_high));
+        }
+        _mm256_storeu_ps(lanes, low);
+        _mm256_storeu_ps(lanes + 8, high);
+        return;
+    }
+#endif
+    for (std::int64_t q = 0; q < whole; q += 16)
+        for (std::int64_t l = 0; l < 16; ++l) lanes[l] += x[q + l] * widen<D>(w[q + l]);
+}
+
+// out[i, j] = sum_q a[i, q] * b[j, q] for a 16-bit float B read as stored (its
+// rows contiguous), widening as it goes: one pass over B, no f32 copy of it.
+// Sums run in kLanes independent partial sums, a float reassociation as in any
+// GEMM, so the loop vectorises.
+template <DType D>
+void widening_product(const Slice& a, const std::uint16_t* b, std::int64_t n, std::int64_t b_row_stride, float* out) {
+    constexpr std::int64_t kLanes = 16;
+    const std::int64_t k = a.cols, whole = k / kLanes * kLanes;
+    for (std::int64_t j = 0; j < n; ++j) {
+        const std::uint16_t* row = b + j * b_row_stride;
+        for (std::int64_t i = 0; i < a.rows; ++i) {
+            const float* x = a.data + i * a.rs;
+            float lanes[kLanes] = {};
+            accumulate_lanes<D>(x, row, whole, lanes);
+            float acc = 0;
+            for (std::int64_t q = whole; q < k; ++q) acc += x[q] * widen<D>(row[q]);
+            for (float lane : lanes) acc += lane;
+            out[i * n + j] = acc;
+        }
+    }
+}
+
 }  // namespace matmul_detail
 
 inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_view, DType b_dtype,
@@ -92,8 +152,15 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     const std::byte *a_data = nullptr, *b_data = nullptr;
     BoundAxes A = floats ? operand_axes(a_view, dims, a_dtype, a_src, a_dtype != DType::F32, scratch.a, a_data)
                          : operand_axes(a_view, dims, a_dtype, a_src, true, scratch.ia, a_data);
-    BoundAxes B = floats ? operand_axes(b_view, dims, b_dtype, b_src, b_dtype != DType::F32, scratch.b, b_data)
-                         : operand_axes(b_view, dims, b_dtype, b_src, true, scratch.ib, b_data);
+    // A 16-bit float B with contiguous rows times a few rows of A is read as
+    // stored (the decode step's weight matrices); otherwise B is copied to f32.
+    const BoundAxes b_bound(b_view, dims);
+    const bool widening = floats && (b_dtype == DType::BF16 || b_dtype == DType::F16) && !b_bound.padded &&
+                          b_bound.axes[rank - 1].stride == 1 && A.axes[rank - 2].size <= kWideningMaxRows;
+    BoundAxes B = widening ? b_bound
+                  : floats ? operand_axes(b_view, dims, b_dtype, b_src, b_dtype != DType::F32, scratch.b, b_data)
+                           : operand_axes(b_view, dims, b_dtype, b_src, true, scratch.ib, b_data);
+    if (widening) b_data = b_src;
     const StridedAxis &am = A.axes[rank - 2], &ak = A.axes[rank - 1], &bn = B.axes[rank - 2], &bk = B.axes[rank - 1];
     const std::int64_t m = am.size, k = ak.size, n = bn.size;
     check(bk.size == k, "Matmul", "node {}: inner sizes differ ({} and {})", node, k, bk.size);
@@ -122,7 +189,19 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     for (std::int64_t bi = 0; bi < batches; ++bi) {
         std::int64_t pa = A.base, pb = B.base;
         for (std::size_t i = 0; i + 2 < rank; ++i) pa += c[i] * A.axes[i].stride, pb += c[i] * B.axes[i].stride;
-        if (floats) {
+        if (widening) {
+            auto* af = reinterpret_cast<const float*>(a_data);
+            auto* b16 = reinterpret_cast<const std::uint16_t*>(b_data) + pb;
+            Slice rows{af + pa, m, k, am.stride, 1};
+            if (ak.stride != 1 && k > 1) {  // the product reads rows of A contiguously
+                scratch.pack_a.resize(static_cast<std::size_t>(m * k));
+                for (std::int64_t i = 0; i < m; ++i)
+                    for (std::int64_t q = 0; q < k; ++q) scratch.pack_a[i * k + q] = af[pa + i * am.stride + q * ak.stride];
+                rows = Slice{scratch.pack_a.data(), m, k, k, 1};
+            }
+            if (b_dtype == DType::BF16) widening_product<DType::BF16>(rows, b16, n, bn.stride, fout + bi * m * n);
+            else widening_product<DType::F16>(rows, b16, n, bn.stride, fout + bi * m * n);
+        } else if (floats) {
             auto* af = reinterpret_cast<const float*>(a_data);
             auto* bf = reinterpret_cast<const float*>(b_data);
             gemm(Slice{af + pa, m, k, am.stride, ak.stride}, Slice{bf + pb, n, k, bn.stride, bk.stride},

@@ -1,6 +1,7 @@
 #pragma once
 // CPU backend rules: alternatives the search can pick for the CpuRuntime.
-//  * expand . mul . sum_reduce over the last axis is a GEMM (Matmul);
+//  * expand . mul . sum_reduce over the last axis is a GEMM (Matmul), which
+//    may read a 16-bit float operand as stored instead of its widening Cast;
 //  * elementwise primitives become single-step FusedElementwise regions, and a
 //    region absorbs a fused producer it reads element for element, or a
 //    scalar Constant / an Iota input as a step, so chains run in one pass.
@@ -33,6 +34,25 @@ struct MatmulFromMulSum {
         gemm.views = {mul.views[0].remove_broadcast_axis(r - 2), mul.views[1].remove_broadcast_axis(r - 3)};
         gemm.shape = sum.shape;
         gemm.dtype = sum.dtype;
+        ClassId children[] = {m.var(0), m.var(1)};
+        g.merge(m.root(g), add_spec(g, ctx, std::move(gemm), children));
+    }
+};
+
+// Matmul(a, Cast(b)) where the Cast widens an f16/bf16 b to f32, reading it in
+// order: the Matmul reads b as stored instead, so a 16-bit weight matrix is not
+// copied to f32 before each product (the CPU Matmul widens exactly as the
+// Cast does, so results are unchanged).
+struct MatmulReadsNarrowOperand {
+    static constexpr std::string_view name = "matmul-reads-narrow-operand";
+    using pattern = Pat<sym(BackendOp::Matmul), Var<0>, Pat<sym(OpKind::Cast), Var<1>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
+        const NodeSpec& cast = ctx.spec(g, m.node(1));
+        const DType stored = ctx.spec(g, g.class_nodes(m.var(1)).front()).dtype;
+        return cast.dtype == DType::F32 && (stored == DType::BF16 || stored == DType::F16) && reads_whole(cast, 0);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
+        NodeSpec gemm = ctx.spec(g, m.node(0));
         ClassId children[] = {m.var(0), m.var(1)};
         g.merge(m.root(g), add_spec(g, ctx, std::move(gemm), children));
     }
@@ -244,7 +264,7 @@ struct FuseProducer {
     }
 };
 
-using CpuRules = RuleSet<MatmulFromMulSum, ToFused<OpKind::Log2>, ToFused<OpKind::Exp2>, ToFused<OpKind::Sin>,
+using CpuRules = RuleSet<MatmulFromMulSum, MatmulReadsNarrowOperand, ToFused<OpKind::Log2>, ToFused<OpKind::Exp2>, ToFused<OpKind::Sin>,
                          ToFused<OpKind::Sqrt>, ToFused<OpKind::Recip>, ToFused<OpKind::Add>, ToFused<OpKind::Mul>,
                          ToFused<OpKind::Mod>, ToFused<OpKind::LessThan>, ToFused<OpKind::Cast>, FuseProducer>;
 
