@@ -149,47 +149,38 @@ inline void unpack_k_scales(const std::byte* packed, int* scales, int* mins) {
     }
 }
 
-// Q4_K, 256 elements in 8 sub-blocks of 32: f16 d, f16 dmin, 12 bytes of
-// scales/mins, 128 bytes of nibbles: each 32-byte chunk holds two sub-blocks,
-// the first in the low nibbles; x = (d * scale) * q - dmin * min.
-inline void dequantize_q4_k_block(const std::byte* block, float* out) {
+// Q4_K and Q5_K: 8 sub-blocks of 32 with a 6-bit scale and min each; the
+// 128 bytes of nibbles hold two sub-blocks per 32-byte chunk, the first in the
+// low nibbles. Q5_K adds a fifth bit per element (bit b of byte l belongs to
+// element 32 b + l); x = (d * scale) * q - dmin * min.
+inline void dequantize_k_sub_blocks(const std::byte* block, const std::byte* fifth_bits, const std::byte* quants,
+                                    float* out) {
     const float d = gguf_f16(block);
     const float dmin = gguf_f16(block + 2);
     int scales[8], mins[8];
     unpack_k_scales(block + 4, scales, mins);
-    const std::byte* quants = block + 16;
     for (int sub = 0; sub < 8; ++sub) {
         const float scale = d * static_cast<float>(scales[sub]);
         const float minimum = dmin * static_cast<float>(mins[sub]);
         const std::byte* chunk = quants + 32 * (sub / 2);
         const int shift = 4 * (sub % 2);
         for (int lane = 0; lane < 32; ++lane) {
-            const int q = (gguf_byte(chunk + lane) >> shift) & 0x0F;
+            int q = (gguf_byte(chunk + lane) >> shift) & 0x0F;
+            if (fifth_bits != nullptr) q |= ((gguf_byte(fifth_bits + lane) >> sub) & 1) << 4;
             out[32 * sub + lane] = scale * static_cast<float>(q) - minimum;
         }
     }
 }
 
-// Q5_K, 256 elements: as Q4_K with 32 bytes of fifth bits between the
-// scales and the nibbles (bit b of byte l belongs to element 32 b + l).
+// Q4_K, 256 elements: f16 d, f16 dmin, 12 bytes of scales/mins, 128 bytes of nibbles.
+inline void dequantize_q4_k_block(const std::byte* block, float* out) {
+    dequantize_k_sub_blocks(block, nullptr, block + 16, out);
+}
+
+// Q5_K, 256 elements: as Q4_K with the 32 bytes of fifth bits between the
+// scales and the nibbles.
 inline void dequantize_q5_k_block(const std::byte* block, float* out) {
-    const float d = gguf_f16(block);
-    const float dmin = gguf_f16(block + 2);
-    int scales[8], mins[8];
-    unpack_k_scales(block + 4, scales, mins);
-    const std::byte* fifth_bits = block + 16;
-    const std::byte* quants = block + 48;
-    for (int sub = 0; sub < 8; ++sub) {
-        const float scale = d * static_cast<float>(scales[sub]);
-        const float minimum = dmin * static_cast<float>(mins[sub]);
-        const std::byte* chunk = quants + 32 * (sub / 2);
-        const int shift = 4 * (sub % 2);
-        for (int lane = 0; lane < 32; ++lane) {
-            const int low = (gguf_byte(chunk + lane) >> shift) & 0x0F;
-            const int high = (gguf_byte(fifth_bits + lane) >> sub) & 1;
-            out[32 * sub + lane] = scale * static_cast<float>(low | (high << 4)) - minimum;
-        }
-    }
+    dequantize_k_sub_blocks(block, block + 16, block + 48, out);
 }
 
 // Q6_K, 256 elements in 16 sub-blocks of 16: 128 bytes of low nibbles, 64

@@ -118,11 +118,11 @@ private:
     std::vector<float> unpermute_rows(const std::vector<float>& stored, const Entry& entry,
                                       std::string_view name) const {
         const Dims shape = entry.tensor->shape();
-        const std::int64_t rows = shape.front();
-        const std::int64_t columns = entry.tensor->numel / rows;
-        check(rows == entry.heads * entry.head_dim && entry.head_dim % 2 == 0, location().c_str(),
+        const std::int64_t rows = shape.empty() ? 0 : shape.front();
+        check(rows == entry.heads * entry.head_dim && rows > 0 && entry.head_dim % 2 == 0, location().c_str(),
               "tensor '{}' has {} rows, expected {} heads x {} (even) head size", name, rows, entry.heads,
               entry.head_dim);
+        const std::int64_t columns = entry.tensor->numel / rows;
         const std::int64_t half = entry.head_dim / 2;
         std::vector<float> out(stored.size());
         for (std::int64_t h = 0; h < entry.heads; ++h)
