@@ -13,12 +13,15 @@
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "luminal/core/error.hpp"
+#include "luminal/core/huge_page_allocator.hpp"
 
 namespace luminal::egraph {
 
@@ -27,7 +30,7 @@ using ENodeId = std::uint32_t;
 using Symbol = std::uint16_t;
 using AttrId = std::uint32_t;
 
-inline constexpr std::size_t kInlineChildren = 2;
+inline constexpr std::size_t kInlineChildren = 2;  // the hash-cons key holds two children in one word
 
 struct ENode {
     Symbol op;
@@ -46,32 +49,14 @@ public:
     EGraph& operator=(const EGraph&) = delete;
 
     // Adds an e-node (or finds the existing equal one) and returns its class.
+    // Kept small so it inlines into rules: most calls find an existing node.
     ClassId add(Symbol op, AttrId attr, std::span<const ClassId> children) {
-        check(children.size() <= 0xFFFF, "EGraph::add", "an e-node with {} children", children.size());
-        ClassId small[kInlineChildren];
-        if (children.size() > kInlineChildren) scratch_.resize(children.size());
-        std::span<ClassId> canonical(children.size() > kInlineChildren ? scratch_.data() : small, children.size());
-        for (std::size_t i = 0; i < children.size(); ++i) canonical[i] = find(children[i]);
-        NodeKey key{op, attr, canonical};
-        std::size_t slot = probe(key, hash_of(key));
+        if (children.size() > kInlineChildren) return add_wide(op, attr, children);
+        ClassId kids[kInlineChildren];
+        Key key = narrow_key(op, attr, children, kids);
+        std::size_t slot = probe(key);
         if (Slot& s = slots_[slot]; s.node != kNoNode) return s.cls = find(s.cls);  // later hits skip the walk
-        ENodeId id = push_node(op, attr, canonical);
-        ClassId c = static_cast<ClassId>(parent_.size());
-        parent_.push_back(c);
-        classes_.emplace_back().nodes.push_back(id);
-        node_class_.push_back(c);
-        alive_.push_back(true);
-        stamp_.push_back(epoch_);
-        stamped_.push_back(id);
-        occupy(slot, id, c);
-        // Once per distinct child class, so delta matching never climbs through a node twice.
-        for (std::size_t i = 0; i < canonical.size(); ++i)
-            if (std::find(canonical.begin(), canonical.begin() + i, canonical[i]) == canonical.begin() + i)
-                classes_[canonical[i]].parents.push_back(id);
-        if (by_op_.size() <= op) by_op_.resize(op + 1u);
-        by_op_[op].push_back(id);
-        ++live_nodes_;
-        return c;
+        return insert(slot, op, attr, {kids, children.size()});
     }
     ClassId add(Symbol op, AttrId attr, std::initializer_list<ClassId> children) {
         return add(op, attr, std::span<const ClassId>(children.begin(), children.size()));
@@ -79,12 +64,9 @@ public:
 
     // The class of an e-node equal to (op, attr, children), if one exists.
     std::optional<ClassId> lookup(Symbol op, AttrId attr, std::span<const ClassId> children) const {
-        std::vector<ClassId> canonical;
-        for (ClassId c : children) canonical.push_back(find(c));
-        NodeKey key{op, attr, canonical};
-        const Slot& s = slots_[probe(key, hash_of(key))];
-        if (s.node == kNoNode) return std::nullopt;
-        return find(s.cls);
+        if (children.size() > kInlineChildren) return lookup_wide(op, attr, children);
+        ClassId kids[kInlineChildren];
+        return class_at(probe(narrow_key(op, attr, children, kids)));
     }
 
     ClassId find(ClassId c) const {
@@ -100,17 +82,7 @@ public:
         a = find(a);
         b = find(b);
         if (a == b) return false;
-        if (classes_[a].parents.size() < classes_[b].parents.size()) std::swap(a, b);
-        parent_[b] = a;
-        EClass& into = classes_[a];
-        EClass& from = classes_[b];
-        for (ENodeId n : from.nodes) touch(n);  // their class changed: matches through them may be new
-        into.nodes.insert(into.nodes.end(), from.nodes.begin(), from.nodes.end());
-        into.parents.insert(into.parents.end(), from.parents.begin(), from.parents.end());
-        from.nodes.clear();
-        from.parents.clear();
-        pending_.push_back(a);
-        ++merges_;
+        union_roots(a, b);
         return true;
     }
 
@@ -119,8 +91,7 @@ public:
             std::vector<ClassId> todo;
             todo.swap(pending_);
             for (ClassId& c : todo) c = find(c);
-            std::sort(todo.begin(), todo.end());
-            todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+            keep_first_of_each(todo, class_marks_);
             for (ClassId c : todo) repair(find(c));
         }
     }
@@ -133,7 +104,7 @@ public:
         return {arena_.data() + n.first_child, n.arity};
     }
     ClassId class_of(ENodeId id) const { return node_class_[id] = find(node_class_[id]); }
-    bool alive(ENodeId id) const { return alive_[id]; }
+    bool alive(ENodeId id) const { return alive_[id] != 0; }
     // The e-nodes of a canonical class (may include nodes made redundant by a
     // merge that rebuild() has not seen yet; skip those with alive()).
     std::span<const ENodeId> class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
@@ -157,24 +128,34 @@ public:
     // Increases with every effective merge: lets the runner detect saturation.
     std::uint64_t merges() const { return merges_; }
 
-    // Semi-naive matching: e-nodes added, moved to another class or
-    // re-canonicalised are stamped with the current epoch, so a rule can skip
-    // matches made only of e-nodes it has already seen.
+    // Semi-naive matching. An e-node is stamped with the current epoch when
+    // it is added or re-canonicalised (its children changed), and marked moved
+    // when a merge puts it in another class. A match is new when its root was
+    // stamped, or a node below the root was stamped or moved, since the rule's
+    // last search. A moved root alone changes nothing: a match does not
+    // depend on the root's class, and counting it found every old match of
+    // every node of a merged class again.
     std::uint32_t next_epoch() {
-        epoch_begins_.push_back(stamped_.size());
+        epoch_begins_.push_back(changed_.size());
         return ++epoch_;
     }
     std::uint32_t epoch() const { return epoch_; }
-    std::uint32_t stamp(ENodeId id) const { return stamp_[id]; }
-    // Calls f(id) once for every e-node stamped at or after epoch `since`.
+    // Whether e-node id changed at or after epoch `since`, for a match that
+    // has it at the pattern's root (at_root) or below.
+    bool fresh_since(ENodeId id, std::uint32_t since, bool at_root) const {
+        return stamp_[id] >= since || (!at_root && moved_[id] >= since);
+    }
+    // Calls f(id) once for every e-node fresh_since(id, since, at_root).
     template <typename F>
-    void for_each_stamped_since(std::uint32_t since, F&& f) const {
-        // stamped_ logs a node once per epoch that stamps it; only the entry of
-        // its latest stamp counts.
+    void for_each_fresh_since(std::uint32_t since, bool at_root, F&& f) const {
+        // changed_ logs a node once per epoch that changes it; only the entry
+        // of its latest change counts.
         for (std::uint32_t e = since; e <= epoch_; ++e) {
-            std::size_t end = e < epoch_ ? epoch_begins_[e + 1] : stamped_.size();
-            for (std::size_t i = epoch_begins_[e]; i < end; ++i)
-                if (stamp_[stamped_[i]] == e) f(stamped_[i]);
+            std::size_t end = e < epoch_ ? epoch_begins_[e + 1] : changed_.size();
+            for (std::size_t i = epoch_begins_[e]; i < end; ++i) {
+                ENodeId id = changed_[i];
+                if (std::max(stamp_[id], moved_[id]) == e && fresh_since(id, since, at_root)) f(id);
+            }
         }
     }
 
@@ -186,63 +167,75 @@ private:
         absl::InlinedVector<ENodeId, 2> parents;  // e-nodes that have this class as a child
     };
 
-    struct NodeKey {
-        Symbol op;
-        AttrId attr;
-        std::span<const ClassId> children;
+    // A node's hash-cons key: op, arity and attribute in one word, the first
+    // two children in another, and any further children (in the arena).
+    struct Key {
+        std::uint64_t head;
+        std::uint64_t kids;
+        std::span<const ClassId> rest;
     };
-    static std::uint64_t hash_of(const NodeKey& k) {
-        std::uint64_t h = (std::uint64_t{k.op} << 48 | k.children.size() << 32 | k.attr) * 0x9E3779B97F4A7C15ull;
-        for (ClassId c : k.children) h = (h ^ c) * 0xBF58476D1CE4E5B9ull + (h >> 29);
-        return h ^ (h >> 31);
+    static std::uint64_t head_of(Symbol op, std::size_t arity, AttrId attr) {
+        return std::uint64_t{op} | std::uint64_t{arity} << 16 | std::uint64_t{attr} << 32;
     }
-    NodeKey key_of(ENodeId id) const { return {nodes_[id].op, nodes_[id].attr, children(id)}; }
+    static std::uint64_t pair_of(ClassId first, ClassId second) { return first | std::uint64_t{second} << 32; }
+    static Key key_from(Symbol op, AttrId attr, std::span<const ClassId> kids) {
+        return {head_of(op, kids.size(), attr), pair_of(kids.size() > 0 ? kids[0] : 0, kids.size() > 1 ? kids[1] : 0),
+                kids.size() > kInlineChildren ? kids.subspan(kInlineChildren) : std::span<const ClassId>{}};
+    }
+    Key key_of(ENodeId id) const { return key_from(nodes_[id].op, nodes_[id].attr, children(id)); }
+    // The key of a node with at most kInlineChildren children, which are
+    // canonicalised into kids.
+    Key narrow_key(Symbol op, AttrId attr, std::span<const ClassId> children, ClassId (&kids)[kInlineChildren]) const {
+        kids[0] = kids[1] = 0;
+        for (std::size_t i = 0; i < children.size(); ++i) kids[i] = find(children[i]);
+        return {head_of(op, children.size(), attr), pair_of(kids[0], kids[1]), {}};
+    }
+    // The slot index is taken from the top bits. The fold of the high half
+    // before the last multiply matters: a purely multiplicative hash is
+    // linear in the two children, and pairs of class ids then cluster under
+    // linear probing.
+    static std::uint64_t hash_of(const Key& k) {
+        std::uint64_t h = k.head * 0x9E3779B97F4A7C15ull ^ k.kids;
+        for (ClassId c : k.rest) h = std::rotl((h ^ c) * 0x9E3779B97F4A7C15ull, 29);
+        h ^= h >> 32;
+        return h * 0xBF58476D1CE4E5B9ull;
+    }
 
-    // A hash-cons slot: the node's key (its first kInlineChildren children;
-    // wider nodes compare the rest in the arena), the node and its class when
-    // added (find() gives the current one). Linear probing, at most half full.
+    // A hash-cons slot: the node's key words (wider nodes compare the rest of
+    // their children in the arena), the node and its class when added (find()
+    // gives the current one). Linear probing, at most half full.
     static constexpr ENodeId kNoNode = 0xFFFFFFFF;
     static constexpr std::size_t kInitialSlots = 64;
     struct Slot {
+        std::uint64_t head = 0;
+        std::uint64_t kids = 0;
         ENodeId node = kNoNode;
         ClassId cls = 0;
-        Symbol op = 0;
-        std::uint16_t arity = 0;
-        AttrId attr = 0;
-        ClassId children[kInlineChildren] = {};
     };
-    std::size_t home(std::uint64_t hash) const {
-        return static_cast<std::size_t>((hash * 0x9E3779B97F4A7C15ull) >> (64 - slot_bits_));
-    }
-    NodeKey slot_key(const Slot& s) const {
-        if (s.arity <= kInlineChildren) return {s.op, s.attr, {s.children, s.arity}};
+    std::size_t home(std::uint64_t hash) const { return static_cast<std::size_t>(hash >> (64 - slot_bits_)); }
+    // slots_.size() - 1, without the division by the slot size that size() costs.
+    std::size_t slot_mask() const { return (std::size_t{1} << slot_bits_) - 1; }
+    Key slot_key(const Slot& s) const {
+        if ((s.head >> 16 & 0xFFFF) <= kInlineChildren) return {s.head, s.kids, {}};
         return key_of(s.node);
     }
-    bool holds(const Slot& s, const NodeKey& k) const {
-        if (s.op != k.op || s.attr != k.attr || s.arity != k.children.size()) return false;
-        if (s.arity <= kInlineChildren) {
-            for (std::size_t i = 0; i < s.arity; ++i)
-                if (s.children[i] != k.children[i]) return false;
-            return true;
-        }
-        return std::equal(k.children.begin(), k.children.end(), arena_.begin() + nodes_[s.node].first_child);
+    bool holds(const Slot& s, const Key& k) const {
+        if (s.head != k.head || s.kids != k.kids) return false;
+        return k.rest.empty() || std::equal(k.rest.begin(), k.rest.end(), children(s.node).begin() + kInlineChildren);
     }
     // The slot holding key, or the empty slot where it belongs.
-    std::size_t probe(const NodeKey& key, std::uint64_t hash) const {
-        const std::size_t mask = slots_.size() - 1;
-        for (std::size_t i = home(hash);; i = (i + 1) & mask)
+    [[gnu::always_inline]] std::size_t probe(const Key& key) const {
+        const std::size_t mask = slot_mask();
+        for (std::size_t i = home(hash_of(key));; i = (i + 1) & mask)
             if (slots_[i].node == kNoNode || holds(slots_[i], key)) return i;
     }
     void occupy(std::size_t slot, ENodeId id, ClassId c) {
-        const ENode& n = nodes_[id];
-        Slot& s = slots_[slot];
-        s = Slot{id, c, n.op, n.arity, n.attr, {}};
-        std::span<const ClassId> kids = children(id);
-        std::copy_n(kids.begin(), std::min(kids.size(), kInlineChildren), s.children);
+        Key key = key_of(id);
+        slots_[slot] = Slot{key.head, key.kids, id, c};
         if (++slots_used_ * 2 > slots_.size()) grow();
     }
     void grow() {
-        std::vector<Slot> old(slots_.size() * 2);
+        SlotTable old(slots_.size() * 2);
         old.swap(slots_);
         ++slot_bits_;
         const std::size_t mask = slots_.size() - 1;
@@ -256,9 +249,9 @@ private:
     // Removes node id (under its current key), shifting later entries of its
     // probe run back so no tombstones are needed.
     void vacate(ENodeId id) {
-        const std::size_t mask = slots_.size() - 1;
-        NodeKey key = key_of(id);
-        std::size_t hole = probe(key, hash_of(key));
+        const std::size_t mask = slot_mask();
+        Key key = key_of(id);
+        std::size_t hole = probe(key);
         for (std::size_t next = (hole + 1) & mask; slots_[next].node != kNoNode; next = (next + 1) & mask) {
             std::size_t want = home(hash_of(slot_key(slots_[next])));
             // Move the entry back if the hole lies on its probe path (between its home and its slot).
@@ -269,6 +262,59 @@ private:
         }
         slots_[hole].node = kNoNode;
         --slots_used_;
+    }
+
+    std::optional<ClassId> class_at(std::size_t slot) const {
+        if (slots_[slot].node == kNoNode) return std::nullopt;
+        return find(slots_[slot].cls);
+    }
+    [[gnu::noinline]] std::optional<ClassId> lookup_wide(Symbol op, AttrId attr, std::span<const ClassId> children) const {
+        std::vector<ClassId> canonical;
+        for (ClassId c : children) canonical.push_back(find(c));
+        return class_at(probe(key_from(op, attr, canonical)));
+    }
+    [[gnu::noinline]] ClassId add_wide(Symbol op, AttrId attr, std::span<const ClassId> children) {
+        check(children.size() <= 0xFFFF, "EGraph::add", "an e-node with {} children", children.size());
+        scratch_.resize(children.size());
+        for (std::size_t i = 0; i < children.size(); ++i) scratch_[i] = find(children[i]);
+        Key key = key_from(op, attr, scratch_);
+        std::size_t slot = probe(key);
+        if (Slot& s = slots_[slot]; s.node != kNoNode) return s.cls = find(s.cls);
+        return insert(slot, op, attr, scratch_);
+    }
+    // A new node in a new class, at the given empty slot.
+    [[gnu::noinline]] ClassId insert(std::size_t slot, Symbol op, AttrId attr, std::span<const ClassId> canonical) {
+        ENodeId id = push_node(op, attr, canonical);
+        ClassId c = static_cast<ClassId>(parent_.size());
+        parent_.push_back(c);
+        classes_.emplace_back().nodes.push_back(id);
+        node_class_.push_back(c);
+        alive_.push_back(1);
+        stamp_.push_back(epoch_);
+        moved_.push_back(0);
+        changed_.push_back(id);
+        occupy(slot, id, c);
+        // Once per distinct child class, so delta matching never climbs through a node twice.
+        for (std::size_t i = 0; i < canonical.size(); ++i)
+            if (std::find(canonical.begin(), canonical.begin() + i, canonical[i]) == canonical.begin() + i)
+                classes_[canonical[i]].parents.push_back(id);
+        if (by_op_.size() <= op) by_op_.resize(op + 1u);
+        by_op_[op].push_back(id);
+        ++live_nodes_;
+        return c;
+    }
+    [[gnu::noinline]] void union_roots(ClassId a, ClassId b) {
+        if (classes_[a].parents.size() < classes_[b].parents.size()) std::swap(a, b);
+        parent_[b] = a;
+        EClass& into = classes_[a];
+        EClass& from = classes_[b];
+        for (ENodeId n : from.nodes) mark_moved(n);
+        append(into.nodes, from.nodes);
+        append(into.parents, from.parents);
+        from.nodes.clear();
+        from.parents.clear();
+        pending_.push_back(a);
+        ++merges_;
     }
 
     ENodeId push_node(Symbol op, AttrId attr, std::span<const ClassId> children) {
@@ -288,10 +334,35 @@ private:
         return {arena_.data() + n.first_child, n.arity};
     }
 
-    void touch(ENodeId n) {
+    // absl's range insert is a general-position insert; appending is all we need.
+    static void append(absl::InlinedVector<std::uint32_t, 2>& into, std::span<const std::uint32_t> items) {
+        into.reserve(into.size() + items.size());
+        for (std::uint32_t x : items) into.push_back(x);
+    }
+    // Drops repeated ids, keeping the first of each, in linear time: marks
+    // holds one token per id and a fresh token per call.
+    template <typename List>
+    void keep_first_of_each(List& ids, std::vector<std::uint32_t>& marks) {
+        ++mark_token_;
+        for (std::uint32_t id : ids)
+            if (id >= marks.size()) marks.resize(std::max<std::size_t>(id + 1u, marks.size() * 2), 0);
+        ids.erase(std::remove_if(ids.begin(), ids.end(),
+                                 [&](std::uint32_t id) { return std::exchange(marks[id], mark_token_) == mark_token_; }),
+                  ids.end());
+    }
+
+    void log_change(ENodeId n) {
+        if (stamp_[n] != epoch_ && moved_[n] != epoch_) changed_.push_back(n);
+    }
+    void stamp(ENodeId n) {
         if (stamp_[n] == epoch_) return;
+        log_change(n);
         stamp_[n] = epoch_;
-        stamped_.push_back(n);
+    }
+    void mark_moved(ENodeId n) {
+        if (moved_[n] == epoch_) return;
+        log_change(n);
+        moved_[n] = epoch_;
     }
 
     // Re-canonicalises every parent of class c; parents that become equal merge.
@@ -305,23 +376,21 @@ private:
             if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) continue;
             vacate(p);
             for (ClassId& k : kids) k = find(k);
-            NodeKey key = key_of(p);
-            std::size_t slot = probe(key, hash_of(key));
+            Key key = key_of(p);
+            std::size_t slot = probe(key);
             if (slots_[slot].node != kNoNode) {
-                alive_[p] = false;
+                alive_[p] = 0;
                 --live_nodes_;
                 merge(slots_[slot].cls, node_class_[p]);
             } else {
                 occupy(slot, p, node_class_[p]);
-                touch(p);
+                stamp(p);
             }
         }
         parents.erase(std::remove_if(parents.begin(), parents.end(), [&](ENodeId p) { return !alive_[p]; }), parents.end());
-        std::sort(parents.begin(), parents.end());
-        parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
+        keep_first_of_each(parents, node_marks_);
         ClassId root = find(c);
-        auto& list = classes_[root].parents;
-        list.insert(list.end(), parents.begin(), parents.end());
+        append(classes_[root].parents, parents);
         auto& nodes = classes_[root].nodes;
         nodes.erase(std::remove_if(nodes.begin(), nodes.end(), [&](ENodeId n) { return !alive_[n]; }), nodes.end());
     }
@@ -329,17 +398,21 @@ private:
     std::vector<ENode> nodes_;
     std::vector<ClassId> arena_;
     mutable std::vector<ClassId> node_class_;  // a class of the node, canonicalised on read
-    std::vector<bool> alive_;
-    std::vector<std::uint32_t> stamp_;
-    std::vector<ENodeId> stamped_;           // nodes in the order they were stamped, once per epoch
-    std::vector<std::size_t> epoch_begins_ = std::vector<std::size_t>(1, 0);  // where each epoch starts in stamped_
+    std::vector<std::uint8_t> alive_;
+    std::vector<std::uint32_t> stamp_;  // epoch of the last add or re-canonicalisation
+    std::vector<std::uint32_t> moved_;  // epoch of the last move to another class
+    std::vector<ENodeId> changed_;      // nodes in the order they changed, once per epoch
+    std::vector<std::size_t> epoch_begins_ = std::vector<std::size_t>(1, 0);  // where each epoch starts in changed_
     std::uint32_t epoch_ = 0;
     mutable std::vector<ClassId> parent_;
     std::vector<EClass> classes_;
     std::vector<std::vector<ENodeId>> by_op_;
     std::vector<ClassId> pending_;
+    std::vector<std::uint32_t> node_marks_, class_marks_;
+    std::uint32_t mark_token_ = 0;
     std::vector<ClassId> scratch_;
-    std::vector<Slot> slots_;
+    using SlotTable = std::vector<Slot, HugePageAllocator<Slot>>;
+    SlotTable slots_;
     std::size_t slots_used_ = 0;
     int slot_bits_ = 6;  // log2(slots_.size())
     std::size_t live_nodes_ = 0;

@@ -2,10 +2,12 @@
 // Compile-time patterns. A pattern is a type:
 //   Var<0>                      binds (or, if already bound, must equal) a class
 //   Pat<op, Child...>           an e-node with that op and exactly those children
-// The compiler turns each pattern into a specialised matcher (Matcher<P, N>)
+// The compiler turns each pattern into a specialised matcher (Matcher<P, ...>)
 // whose loops and child accesses are unrolled; a variable used twice makes the
-// pattern non-linear and is checked for class equality. Matched e-nodes are
-// recorded in pre-order (the root is node 0) so guards can read their attributes.
+// pattern non-linear and is checked for class equality. Which variables are
+// bound at each step is known at compile time (a template mask), so binding
+// costs one store. Matched e-nodes are recorded in pre-order (the root is
+// node 0) so guards can read their attributes.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -34,7 +36,6 @@ inline constexpr int kMaxPatternNodes = 6;
 struct Match {
     std::array<ClassId, kMaxVars> vars{};
     std::array<ENodeId, kMaxPatternNodes> nodes{};
-    std::uint32_t bound = 0;  // bit i: vars[i] is bound
 
     ClassId var(int i) const { return vars[static_cast<std::size_t>(i)]; }
     ENodeId node(int i) const { return nodes[static_cast<std::size_t>(i)]; }
@@ -47,24 +48,29 @@ template <int I>
 struct PatternSize<Var<I>> {
     static constexpr int nodes = 0;
     static constexpr int vars = I + 1;
+    static constexpr std::uint32_t var_mask = 1u << I;
 };
 template <Symbol Op, typename... C>
 struct PatternSize<Pat<Op, C...>> {
     static constexpr int nodes = 1 + (0 + ... + PatternSize<C>::nodes);
     static constexpr int vars = std::max({0, PatternSize<C>::vars...});
+    static constexpr std::uint32_t var_mask = (0u | ... | PatternSize<C>::var_mask);
 };
 
 template <Symbol Op>
 struct PatternSize<AnyArity<Op>> {
     static constexpr int nodes = 1;
     static constexpr int vars = 0;
+    static constexpr std::uint32_t var_mask = 0;
 };
 
-template <typename P, int First>
+// Matches pattern P, whose first node has pre-order index First, given that
+// the variables in Bound are bound already.
+template <typename P, int First, std::uint32_t Bound>
 struct Matcher;
 
-template <Symbol Op, int First>
-struct Matcher<AnyArity<Op>, First> {
+template <Symbol Op, int First, std::uint32_t Bound>
+struct Matcher<AnyArity<Op>, First, Bound> {
     template <typename K>
     static void at_node(const EGraph& g, ENodeId id, Match& m, K&& k) {
         if (g.node(id).op != Op || !g.alive(id)) return;
@@ -78,25 +84,37 @@ struct Matcher<AnyArity<Op>, First> {
     }
 };
 
-template <int I, int First>
-struct Matcher<Var<I>, First> {
+// Classes reached during a search are canonical (nothing merges while
+// matching), so a bound variable compares by id.
+template <int I, int First, std::uint32_t Bound>
+struct Matcher<Var<I>, First, Bound> {
     template <typename K>
-    static void in_class(const EGraph& g, ClassId c, Match& m, K&& k) {
-        constexpr std::uint32_t bit = 1u << I;
-        if (m.bound & bit) {
-            if (g.find(m.vars[I]) == c) k(m);
-            return;
+    static void in_class(const EGraph&, ClassId c, Match& m, K&& k) {
+        if constexpr ((Bound >> I & 1u) != 0) {
+            if (m.vars[I] == c) k(m);
+        } else {
+            m.vars[I] = c;
+            k(m);
         }
-        m.vars[I] = c;
-        m.bound |= bit;
-        k(m);
-        m.bound &= ~bit;
     }
 };
 
-template <Symbol Op, typename... C, int First>
-struct Matcher<Pat<Op, C...>, First> {
+template <Symbol Op, typename... C, int First, std::uint32_t Bound>
+struct Matcher<Pat<Op, C...>, First, Bound> {
     static constexpr std::size_t arity = sizeof...(C);
+
+    // The variables bound before child i is matched: those of the children
+    // before it (a skipped child's variables are in Bound already).
+    static constexpr std::array<std::uint32_t, arity + 1> bound_before() {
+        std::array<std::uint32_t, arity + 1> out{};
+        std::uint32_t masks[] = {PatternSize<C>::var_mask..., 0u};
+        std::uint32_t bound = Bound;
+        for (std::size_t i = 0; i <= arity; ++i) {
+            out[i] = bound;
+            bound |= masks[i];
+        }
+        return out;
+    }
 
     // Pre-order index of child i's first node.
     static constexpr std::array<int, arity + 1> offsets() {
@@ -136,7 +154,7 @@ struct Matcher<Pat<Op, C...>, First> {
             using Child = std::tuple_element_t<I, std::tuple<C...>>;
             constexpr int first = offsets()[I];
             ClassId c = g.find(g.children(id)[I]);
-            Matcher<Child, first>::in_class(g, c, m, [&](Match& mm) { children<I + 1, Skip>(g, id, mm, k); });
+            Matcher<Child, first, bound_before()[I]>::in_class(g, c, m, [&](Match& mm) { children<I + 1, Skip>(g, id, mm, k); });
         }
     }
 };
@@ -157,7 +175,7 @@ template <typename P, typename K>
 void for_each_match(const EGraph& g, K&& k) {
     static_assert(PatternSize<P>::nodes <= kMaxPatternNodes && PatternSize<P>::vars <= kMaxVars, "pattern too large");
     Match m;
-    for (ENodeId id : g.nodes_with_op(RootOp<P>::value)) Matcher<P, 0>::at_node(g, id, m, k);
+    for (ENodeId id : g.nodes_with_op(RootOp<P>::value)) Matcher<P, 0, 0>::at_node(g, id, m, k);
 }
 
 // Delta matching. A match is fresh when one of its e-nodes is in a fresh set
@@ -175,25 +193,29 @@ struct AtRoot {};
 template <typename Parent, int ParentFirst, std::size_t Slot, typename Up>
 struct InParent {};
 
-template <typename Where>
+// Climbs from a matched subpattern (whose variables, with those matched on
+// the way, are Bound) to the root.
+template <typename Where, std::uint32_t Bound>
 struct Climb;
-template <>
-struct Climb<AtRoot> {
+template <std::uint32_t Bound>
+struct Climb<AtRoot, Bound> {
     template <typename K>
     static void from(const EGraph&, ClassId, Match& m, K&& k) {
         k(m);
     }
 };
-template <Symbol Op, typename... C, int ParentFirst, std::size_t Slot, typename Up>
-struct Climb<InParent<Pat<Op, C...>, ParentFirst, Slot, Up>> {
-    using Parent = Matcher<Pat<Op, C...>, ParentFirst>;
+template <Symbol Op, typename... C, int ParentFirst, std::size_t Slot, typename Up, std::uint32_t Bound>
+struct Climb<InParent<Pat<Op, C...>, ParentFirst, Slot, Up>, Bound> {
+    using Parent = Matcher<Pat<Op, C...>, ParentFirst, Bound>;
     template <typename K>
     static void from(const EGraph& g, ClassId c, Match& m, K&& k) {
         for (ENodeId p : g.class_parents(c)) {
             const ENode& n = g.node(p);
             if (n.op != Op || n.arity != sizeof...(C) || !g.alive(p) || g.find(g.children(p)[Slot]) != c) continue;
             m.nodes[ParentFirst] = p;
-            Parent::template children<0, Slot>(g, p, m, [&](Match& mm) { Climb<Up>::from(g, g.class_of(p), mm, k); });
+            Parent::template children<0, Slot>(g, p, m, [&](Match& mm) {
+                Climb<Up, Bound | PatternSize<Pat<Op, C...>>::var_mask>::from(g, g.class_of(p), mm, k);
+            });
         }
     }
 };
@@ -208,12 +230,14 @@ template <int First, typename Where, typename P, typename Fresh, typename K>
 void seed_at(const EGraph& g, const Fresh& fresh, Match& m, K&& k) {
     auto first_fresh_here = [&](Match& mm) {
         for (int j = 0; j < First; ++j)
-            if (fresh.contains(mm.nodes[static_cast<std::size_t>(j)])) return;
+            if (fresh.contains(j == 0, mm.nodes[static_cast<std::size_t>(j)])) return;
         k(mm);
     };
-    fresh.for_each([&](ENodeId id) {
+    fresh.for_each(First == 0, [&](ENodeId id) {
         if (g.node(id).op != RootOp<P>::value) return;
-        Matcher<P, First>::at_node(g, id, m, [&](Match& mm) { Climb<Where>::from(g, g.class_of(id), mm, first_fresh_here); });
+        Matcher<P, First, 0>::at_node(g, id, m, [&](Match& mm) {
+            Climb<Where, PatternSize<P>::var_mask>::from(g, g.class_of(id), mm, first_fresh_here);
+        });
     });
 }
 
@@ -237,23 +261,25 @@ struct Seeds<Pat<Op, C...>, First, Where> {
 private:
     template <typename Fresh, typename K, std::size_t... I>
     static void children(const EGraph& g, const Fresh& fresh, Match& m, K& k, std::index_sequence<I...>) {
-        constexpr auto offsets = Matcher<Self, First>::offsets();
+        constexpr auto offsets = Matcher<Self, First, 0>::offsets();
         (Seeds<std::tuple_element_t<I, std::tuple<C...>>, offsets[I], InParent<Self, First, I, Where>>::run(g, fresh, m, k),
          ...);
     }
 };
 
-// Fresh e-nodes: those stamped at or after an epoch.
+// Fresh e-nodes: those changed at or after an epoch (EGraph::fresh_since);
+// at_root says whether the node is the pattern's root.
 struct Stamped {
     const EGraph& g;
     std::uint32_t since;
     template <typename F>
-    void for_each(F&& f) const { g.for_each_stamped_since(since, f); }
-    bool contains(ENodeId id) const { return g.stamp(id) >= since; }
+    void for_each(bool at_root, F&& f) const { g.for_each_fresh_since(since, at_root, f); }
+    bool contains(bool at_root, ENodeId id) const { return g.fresh_since(id, since, at_root); }
 };
 
-// Fresh e-nodes: those stamped at or after an epoch, and the parents of their
-// classes (whose child classes gained or re-canonicalised an e-node).
+// Fresh e-nodes: those stamped or moved at or after an epoch, and the parents
+// of their classes (whose child classes gained or re-canonicalised an e-node),
+// at any position in the pattern.
 class StampedOrAbove {
 public:
     StampedOrAbove(const EGraph& g, std::uint32_t since) : marked_(g.total_nodes(), false) {
@@ -262,16 +288,16 @@ public:
             marked_[id] = true;
             nodes_.push_back(id);
         };
-        g.for_each_stamped_since(since, [&](ENodeId id) {
+        g.for_each_fresh_since(since, false, [&](ENodeId id) {
             mark(id);
             for (ENodeId p : g.class_parents(g.class_of(id))) mark(p);
         });
     }
     template <typename F>
-    void for_each(F&& f) const {
+    void for_each(bool, F&& f) const {
         for (ENodeId id : nodes_) f(id);
     }
-    bool contains(ENodeId id) const { return marked_[id]; }
+    bool contains(bool, ENodeId id) const { return marked_[id]; }
 
 private:
     std::vector<bool> marked_;

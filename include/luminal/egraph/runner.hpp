@@ -5,6 +5,7 @@
 // that explode: a rule finding more than match_limit << times_banned matches
 // is banned for ban_length << times_banned iterations (egg's BackoffScheduler).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <string>
 #include <tuple>
@@ -82,21 +83,20 @@ struct RuleState {
     bool complete = false;          // this iteration's search was neither banned nor cut off
     // This iteration's matches, packed to the pattern's own variables and
     // nodes: a search can hold a million of them.
-    std::vector<std::uint32_t> packed;
+    using Packed = std::array<std::uint32_t, kVars + kNodes>;
+    std::vector<Packed> packed;
 
-    std::size_t size() const { return packed.size() / (kVars + kNodes); }
+    std::size_t size() const { return packed.size(); }
+    // Plain loops: std::copy_n of a few words became a memcpy call per match.
     void push(const Match& m) {
-        std::size_t at = packed.size();
-        packed.resize(at + kVars + kNodes);
-        std::copy_n(m.vars.begin(), kVars, packed.begin() + at);
-        std::copy_n(m.nodes.begin(), kNodes, packed.begin() + at + kVars);
+        Packed& p = packed.emplace_back();
+        for (std::size_t v = 0; v < kVars; ++v) p[v] = m.vars[v];
+        for (std::size_t n = 0; n < kNodes; ++n) p[kVars + n] = m.nodes[n];
     }
     Match at(std::size_t i) const {
         Match m;
-        const std::uint32_t* p = packed.data() + i * (kVars + kNodes);
-        std::copy_n(p, kVars, m.vars.begin());
-        std::copy_n(p + kVars, kNodes, m.nodes.begin());
-        m.bound = (1u << kVars) - 1;
+        for (std::size_t v = 0; v < kVars; ++v) m.vars[v] = packed[i][v];
+        for (std::size_t n = 0; n < kNodes; ++n) m.nodes[n] = packed[i][kVars + n];
         return m;
     }
 };
@@ -110,9 +110,10 @@ bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, R
     state.searched_at = g.epoch();
     std::size_t threshold = limits.match_limit << report.times_banned;
     bool overflow = false;
+    std::size_t kept = 0;
     auto keep = [&](const Match& m) {
-        if (state.size() > threshold) overflow = true;
-        else state.push(m);
+        if (kept > threshold) overflow = true;
+        else state.push(m), ++kept;
     };
     // Semi-naive: after a complete search, only matches with an e-node
     // stamped since are new (the first search sees every e-node as new).
