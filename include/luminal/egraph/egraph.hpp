@@ -10,8 +10,6 @@
 // open-addressing table whose slots hold the node's key inline: saturation is
 // dominated by lookups of nodes that already exist, and such a lookup then
 // touches one cache line instead of chasing the node and its children.
-#include <absl/container/inlined_vector.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -22,6 +20,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/core/huge_page_allocator.hpp"
+#include "luminal/egraph/id_list.hpp"
 
 namespace luminal::egraph {
 
@@ -47,6 +46,12 @@ public:
     EGraph() { slots_.resize(kInitialSlots); }
     EGraph(const EGraph&) = delete;
     EGraph& operator=(const EGraph&) = delete;
+    ~EGraph() {
+        for (EClass& c : classes_) {
+            c.nodes.release();
+            c.parents.release();
+        }
+    }
 
     // Adds an e-node (or finds the existing equal one) and returns its class.
     // Kept small so it inlines into rules: most calls find an existing node.
@@ -91,7 +96,8 @@ public:
             std::vector<ClassId> todo;
             todo.swap(pending_);
             for (ClassId& c : todo) c = find(c);
-            keep_first_of_each(todo, class_marks_);
+            auto first = first_sighting(class_marks_, parent_.size());
+            todo.erase(std::remove_if(todo.begin(), todo.end(), [&](ClassId c) { return !first(c); }), todo.end());
             for (ClassId c : todo) repair(find(c));
         }
     }
@@ -160,11 +166,9 @@ public:
     }
 
 private:
-    // Most classes hold one or two e-nodes and parents: inline storage keeps
-    // creating a class free of heap allocations.
     struct EClass {
-        absl::InlinedVector<ENodeId, 2> nodes;
-        absl::InlinedVector<ENodeId, 2> parents;  // e-nodes that have this class as a child
+        IdList nodes;
+        IdList parents;  // e-nodes that have this class as a child
     };
 
     // A node's hash-cons key: op, arity and attribute in one word, the first
@@ -309,10 +313,10 @@ private:
         EClass& into = classes_[a];
         EClass& from = classes_[b];
         for (ENodeId n : from.nodes) mark_moved(n);
-        append(into.nodes, from.nodes);
-        append(into.parents, from.parents);
-        from.nodes.clear();
-        from.parents.clear();
+        into.nodes.append(from.nodes);
+        into.parents.append(from.parents);
+        from.nodes.release();
+        from.parents.release();
         pending_.push_back(a);
         ++merges_;
     }
@@ -334,21 +338,17 @@ private:
         return {arena_.data() + n.first_child, n.arity};
     }
 
-    // absl's range insert is a general-position insert; appending is all we need.
-    static void append(absl::InlinedVector<std::uint32_t, 2>& into, std::span<const std::uint32_t> items) {
-        into.reserve(into.size() + items.size());
-        for (std::uint32_t x : items) into.push_back(x);
-    }
-    // Drops repeated ids, keeping the first of each, in linear time: marks
-    // holds one token per id and a fresh token per call.
-    template <typename List>
-    void keep_first_of_each(List& ids, std::vector<std::uint32_t>& marks) {
-        ++mark_token_;
-        for (std::uint32_t id : ids)
-            if (id >= marks.size()) marks.resize(std::max<std::size_t>(id + 1u, marks.size() * 2), 0);
-        ids.erase(std::remove_if(ids.begin(), ids.end(),
-                                 [&](std::uint32_t id) { return std::exchange(marks[id], mark_token_) == mark_token_; }),
-                  ids.end());
+    // A predicate that is true the first time it sees each id below `bound`:
+    // linear-time deduplication, where marks keeps the token of the last
+    // call that saw each id.
+    struct FirstSighting {
+        std::vector<std::uint32_t>& marks;
+        std::uint32_t token;
+        bool operator()(std::uint32_t id) const { return std::exchange(marks[id], token) != token; }
+    };
+    FirstSighting first_sighting(std::vector<std::uint32_t>& marks, std::size_t bound) {
+        if (marks.size() < bound) marks.resize(bound, 0);
+        return {marks, ++mark_token_};
     }
 
     void log_change(ENodeId n) {
@@ -368,8 +368,7 @@ private:
     // Re-canonicalises every parent of class c; parents that become equal merge.
     // A parent whose children are all canonical already keeps its slot.
     void repair(ClassId c) {
-        absl::InlinedVector<ENodeId, 2> parents;
-        parents.swap(classes_[c].parents);
+        IdList parents = std::exchange(classes_[c].parents, IdList{});
         for (ENodeId p : parents) {
             if (!alive_[p]) continue;
             std::span<ClassId> kids = children_mut(p);
@@ -387,12 +386,12 @@ private:
                 stamp(p);
             }
         }
-        parents.erase(std::remove_if(parents.begin(), parents.end(), [&](ENodeId p) { return !alive_[p]; }), parents.end());
-        keep_first_of_each(parents, node_marks_);
+        auto first = first_sighting(node_marks_, nodes_.size());
+        parents.filter([&](ENodeId p) { return alive_[p] && first(p); });
         ClassId root = find(c);
-        append(classes_[root].parents, parents);
-        auto& nodes = classes_[root].nodes;
-        nodes.erase(std::remove_if(nodes.begin(), nodes.end(), [&](ENodeId n) { return !alive_[n]; }), nodes.end());
+        classes_[root].parents.append(parents);
+        parents.release();
+        classes_[root].nodes.filter([&](ENodeId n) { return alive_[n] != 0; });
     }
 
     std::vector<ENode> nodes_;
