@@ -19,7 +19,7 @@ using namespace luminal;
 
 namespace {
 
-using CpuRules = egraph::concat_t<egraph::CoreRules, egraph::CpuRules>;
+using CoreAndCpuRules = egraph::concat_t<egraph::CoreRules, egraph::CpuRules>;
 
 struct Model {
     Graph graph;
@@ -65,7 +65,7 @@ std::size_t check_candidates(Model& m, std::size_t wanted, std::int64_t int_boun
     auto expected = run(m.graph, original, m.outputs, int_bound);
     egraph::HlirEGraph h;
     egraph::build_egraph(m.graph, h);
-    auto report = egraph::saturate(h.graph, h.ctx, CpuRules{});
+    auto report = egraph::saturate(h.graph, h.ctx, CoreAndCpuRules{});
     INFO(report.to_string());
     REQUIRE(report.stop == egraph::StopReason::Saturated);
     egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, egraph::costing_dims(m.graph.dyn_map())), 42);
@@ -162,7 +162,7 @@ TEST_CASE("the candidate sequence is deterministic for a seed") {
         ((x * 2.0 + 1.0).exp().matmul(x) - x).output();
         egraph::HlirEGraph h;
         egraph::build_egraph(g, h);
-        egraph::saturate(h.graph, h.ctx, CpuRules{});
+        egraph::saturate(h.graph, h.ctx, CoreAndCpuRules{});
         egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, egraph::costing_dims({})), seed);
         std::vector<std::string> texts;
         for (int i = 0; i < 20; ++i)

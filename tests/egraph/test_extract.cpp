@@ -8,7 +8,7 @@
 using namespace luminal;
 
 namespace {
-using CpuRules = egraph::concat_t<egraph::CoreRules, egraph::CpuRules>;
+using CoreAndCpuRules = egraph::concat_t<egraph::CoreRules, egraph::CpuRules>;
 
 std::size_t count_kind(const Program& p, std::uint16_t kind) {
     std::size_t n = 0;
@@ -25,7 +25,7 @@ TEST_CASE("extraction picks the cheapest e-node of each class") {
     egraph::build_egraph(g, h);
     Program unoptimised = egraph::lower(h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, {}), h.roots);
     CHECK(count_kind(unoptimised, symbol_of(OpKind::SumReduce)) == 1);  // nothing to choose from yet
-    egraph::saturate(h.graph, h.ctx, CpuRules{});
+    egraph::saturate(h.graph, h.ctx, CoreAndCpuRules{});
     DynMap dims = egraph::costing_dims({});
     egraph::Choice best = egraph::extract_min_cost(h.graph, h.ctx, dims);
     Program p = egraph::lower(h.graph, h.ctx, best, h.roots);
@@ -85,7 +85,7 @@ TEST_CASE("compile with the same seed gives the same program") {
         options.dump_dir = "";
         egraph::HlirEGraph h;
         egraph::build_egraph(g, h);
-        egraph::saturate(h.graph, h.ctx, CpuRules{}, options.saturation);
+        egraph::saturate(h.graph, h.ctx, CoreAndCpuRules{}, options.saturation);
         return egraph::lower(h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, egraph::costing_dims({})), h.roots)
             .to_string();
     };

@@ -1,6 +1,7 @@
 #pragma once
 // Checks shared by the file-parser tests: a malformed input must be rejected
-// with a luminal::Error naming the file and quoting the offending values.
+// with a luminal::Error naming the file and quoting the offending values;
+// plus the small helpers those tests share (fixture JSON, substring checks).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -10,12 +11,20 @@
 #include <filesystem>
 #include <initializer_list>
 #include <luminal/core/error.hpp>
+#include <luminal/io/json.hpp>
+#include <luminal/io/mapped_file.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
 
 namespace parser_checks {
+
+inline bool contains(const std::string& text, std::string_view fragment) { return text.find(fragment) != std::string::npos; }
+
+inline luminal::io::Json read_json(const std::filesystem::path& path) {
+    return luminal::io::parse_json(luminal::io::read_text_file(path), path.string());
+}
 
 inline std::span<const std::byte> as_bytes(const std::string& s) {
     return {reinterpret_cast<const std::byte*>(s.data()), s.size()};

@@ -37,10 +37,10 @@ using namespace luminal;
 using namespace luminal::io;
 namespace fs = std::filesystem;
 
-const fs::path data_dir = fs::path(LUMINAL_TEST_DATA_DIR) / "gguf";
+const fs::path gguf_data = fs::path(LUMINAL_TEST_DATA_DIR) / "gguf";
 
 const Json& expected_json() {
-    static const Json expected = parse_json(read_text_file(data_dir / "expected.json"), "expected.json");
+    static const Json expected = parse_json(read_text_file(gguf_data / "expected.json"), "expected.json");
     return expected;
 }
 
@@ -66,11 +66,11 @@ std::string minimal_file() {
 using parser_checks::as_bytes;
 using parser_checks::error_of;
 
-void check_rejected(const std::string& file, std::initializer_list<std::string_view> fragments) {
+void check_gguf_rejected(const std::string& file, std::initializer_list<std::string_view> fragments) {
     parser_checks::check_rejected<GgufView>(file, "bad.gguf", fragments);
 }
 
-bool contains(const std::string& text, std::string_view fragment) { return text.find(fragment) != std::string::npos; }
+using parser_checks::contains;
 
 // A scalar as expected.json writes it: floats as their bit patterns.
 template <typename T>
@@ -155,14 +155,14 @@ int check_tensors(const GgufFile& file, const Json& expected) {
 }
 
 // A fresh temp directory, removed with its contents.
-struct TempDir : parser_checks::TempDir {
-    TempDir() : parser_checks::TempDir("luminal_gguf_test") {}
+struct GgufTempDir : parser_checks::TempDir {
+    GgufTempDir() : parser_checks::TempDir("luminal_gguf_test") {}
 };
 
 }  // namespace
 
 TEST_CASE("gguf: every metadata type and tensor type written by Python reads as the gguf package reads it") {
-    const auto file = GgufFile::open(data_dir / "types.gguf");
+    const auto file = GgufFile::open(gguf_data / "types.gguf");
     const Json& expected = expected_json()["types.gguf"];
     CHECK(file.version() == expected["version"].get<std::uint32_t>());
     CHECK(file.alignment() == expected["alignment"].get<std::uint32_t>());
@@ -173,7 +173,7 @@ TEST_CASE("gguf: every metadata type and tensor type written by Python reads as 
 }
 
 TEST_CASE("gguf: a custom alignment, a 3-D tensor and an empty tensor") {
-    const auto file = GgufFile::open(data_dir / "aligned64.gguf");
+    const auto file = GgufFile::open(gguf_data / "aligned64.gguf");
     const Json& expected = expected_json()["aligned64.gguf"];
     CHECK(file.alignment() == 64);
     CHECK(file.view().data_offset() % 64 == 0);
@@ -184,7 +184,7 @@ TEST_CASE("gguf: a custom alignment, a 3-D tensor and an empty tensor") {
 }
 
 TEST_CASE("gguf: typed metadata getters") {
-    const auto file = GgufFile::open(data_dir / "types.gguf");
+    const auto file = GgufFile::open(gguf_data / "types.gguf");
     const GgufMetadata& metadata = file.metadata();
     CHECK(metadata.get_u8("test.u8") == 200);
     CHECK(metadata.get_i8("test.i8") == -100);
@@ -233,7 +233,7 @@ TEST_CASE("gguf: typed metadata getters") {
 }
 
 TEST_CASE("gguf: tensor lookup and dequantization errors name the tensor and file") {
-    const auto file = GgufFile::open(data_dir / "types.gguf");
+    const auto file = GgufFile::open(gguf_data / "types.gguf");
     CHECK(file.find("nope") == nullptr);
     CHECK_FALSE(file.contains("nope"));
     const std::string missing = error_of([&] { (void)file.at("nope"); });
@@ -257,7 +257,7 @@ TEST_CASE("gguf: tensor lookup and dequantization errors name the tensor and fil
 }
 
 TEST_CASE("gguf: version 2 has the same layout; others are rejected") {
-    std::string bytes = file_bytes(data_dir / "types.gguf");
+    std::string bytes = file_bytes(gguf_data / "types.gguf");
     bytes[4] = 2;
     const auto v2 = GgufView::parse(as_bytes(bytes), "v2.gguf");
     CHECK(v2.version() == 2);
@@ -265,8 +265,8 @@ TEST_CASE("gguf: version 2 has the same layout; others are rejected") {
     CHECK(v2.metadata().get_u32("test.u32") == 4'000'000'000u);
 
     bytes[4] = 1;
-    check_rejected(bytes, {"GGUF version 1 is not supported"});
-    check_rejected(GgufBytes{}.raw("GGUF").u32(0x03000000).u64(0).u64(0).bytes,
+    check_gguf_rejected(bytes, {"GGUF version 1 is not supported"});
+    check_gguf_rejected(GgufBytes{}.raw("GGUF").u32(0x03000000).u64(0).u64(0).bytes,
                    {"version 50331648", "big-endian"});
 }
 
@@ -284,61 +284,61 @@ TEST_CASE("gguf: a hand-built minimal file, and an empty array") {
 }
 
 TEST_CASE("gguf: every truncation of a valid file is an Error") {
-    const std::string whole = file_bytes(data_dir / "aligned64.gguf");
+    const std::string whole = file_bytes(gguf_data / "aligned64.gguf");
     for (std::size_t length = 0; length < whole.size(); ++length) {
         INFO("truncated to ", length, " bytes");
         CHECK_THROWS_AS((void)GgufView::parse(as_bytes(whole.substr(0, length)), "cut.gguf"), Error);
     }
-    check_rejected(whole.substr(0, 10), {"file is 10 bytes, too short for the 24-byte GGUF header"});
+    check_gguf_rejected(whole.substr(0, 10), {"file is 10 bytes, too short for the 24-byte GGUF header"});
     // Its 3 tensor infos need at least 72 bytes after the header.
-    check_rejected(whole.substr(0, 50), {"tensor count 3 cannot fit in the 26 bytes left after byte 24"});
-    check_rejected(whole.substr(0, 134), {"metadata 'test.note' at byte 130 needs 8 bytes but the file ends at byte 134"});
-    check_rejected(whole.substr(0, 145), {"metadata 'test.note': string length 12 at byte 130 runs past the end of the "
+    check_gguf_rejected(whole.substr(0, 50), {"tensor count 3 cannot fit in the 26 bytes left after byte 24"});
+    check_gguf_rejected(whole.substr(0, 134), {"metadata 'test.note' at byte 130 needs 8 bytes but the file ends at byte 134"});
+    check_gguf_rejected(whole.substr(0, 145), {"metadata 'test.note': string length 12 at byte 130 runs past the end of the "
                                           "file (145 bytes)"});
-    check_rejected(whole.substr(0, 300), {"tensor 'empty'", "the file ends at byte 300"});
-    check_rejected(whole.substr(0, 310), {"the data section would start at byte 320 (tensor infos end at 304, aligned "
+    check_gguf_rejected(whole.substr(0, 300), {"tensor 'empty'", "the file ends at byte 300"});
+    check_gguf_rejected(whole.substr(0, 310), {"the data section would start at byte 320 (tensor infos end at 304, aligned "
                                           "to 64), past the end of the file (310 bytes)"});
-    check_rejected(whole.substr(0, 320), {"tensor 'blk.0.attn_q.weight': 48 bytes at data offset 0 run past the end "
+    check_gguf_rejected(whole.substr(0, 320), {"tensor 'blk.0.attn_q.weight': 48 bytes at data offset 0 run past the end "
                                           "of the data section (0 bytes)"});
-    check_rejected(whole.substr(0, 400), {"tensor 'q8': 68 bytes at data offset 64 run past the end of the data section (80 bytes)"});
+    check_gguf_rejected(whole.substr(0, 400), {"tensor 'q8': 68 bytes at data offset 64 run past the end of the data section (80 bytes)"});
 }
 
 TEST_CASE("gguf: malformed headers and metadata") {
-    check_rejected("GGUX" + minimal_file().substr(4), {"bad magic", "47 47 55 58"});
-    check_rejected(GgufBytes{}.header(1'000'000, 0).bytes, {"tensor count 1000000 cannot fit in the 0 bytes left"});
-    check_rejected(GgufBytes{}.header(0, 5).key("k", GgufValueType::U8).u8(1).bytes,
+    check_gguf_rejected("GGUX" + minimal_file().substr(4), {"bad magic", "47 47 55 58"});
+    check_gguf_rejected(GgufBytes{}.header(1'000'000, 0).bytes, {"tensor count 1000000 cannot fit in the 0 bytes left"});
+    check_gguf_rejected(GgufBytes{}.header(0, 5).key("k", GgufValueType::U8).u8(1).bytes,
                    {"metadata count 5 cannot fit in the 14 bytes left"});
-    check_rejected(GgufBytes{}.header(0, 1).u64(1000).raw("abcdefgh").bytes,
+    check_gguf_rejected(GgufBytes{}.header(0, 1).u64(1000).raw("abcdefgh").bytes,
                    {"key of metadata entry 0: string length 1000 at byte 24 runs past the end of the file (40 bytes)"});
-    check_rejected(GgufBytes{}.header(0, 2).key("a.twenty.byte.key...", GgufValueType::U8).u8(1).raw("12345").bytes,
+    check_gguf_rejected(GgufBytes{}.header(0, 2).key("a.twenty.byte.key...", GgufValueType::U8).u8(1).raw("12345").bytes,
                    {"key of metadata entry 1 at byte 57 needs 8 bytes but the file ends at byte 62"});
-    check_rejected(GgufBytes{}.header(0, 1).key("name", GgufValueType::String).u64(99).raw("x").bytes,
+    check_gguf_rejected(GgufBytes{}.header(0, 1).key("name", GgufValueType::String).u64(99).raw("x").bytes,
                    {"metadata 'name': string length 99"});
-    check_rejected(GgufBytes{}.header(0, 1).str("odd").u32(13).u8(0).bytes,
+    check_gguf_rejected(GgufBytes{}.header(0, 1).str("odd").u32(13).u8(0).bytes,
                    {"metadata 'odd': unknown value type 13 at byte 35"});
-    check_rejected(GgufBytes{}.header(0, 1).key("list", GgufValueType::Array).u32(99).u64(0).bytes,
+    check_gguf_rejected(GgufBytes{}.header(0, 1).key("list", GgufValueType::Array).u32(99).u64(0).bytes,
                    {"metadata 'list': unknown value type 99"});
-    check_rejected(GgufBytes{}.header(0, 1).key("list", GgufValueType::Array).u32(10).u64(std::uint64_t{1} << 60).u64(7).bytes,
+    check_gguf_rejected(GgufBytes{}.header(0, 1).key("list", GgufValueType::Array).u32(10).u64(std::uint64_t{1} << 60).u64(7).bytes,
                    {"metadata 'list': array count 1152921504606846976", "u64 takes at least 8 bytes"});
-    check_rejected(GgufBytes{}.header(0, 1).key("flag", GgufValueType::Bool).u8(2).bytes,
+    check_gguf_rejected(GgufBytes{}.header(0, 1).key("flag", GgufValueType::Bool).u8(2).bytes,
                    {"metadata 'flag': bool at byte", "holds 2, not 0 or 1"});
-    check_rejected(GgufBytes{}.header(0, 2).key("k", GgufValueType::U8).u8(1).key("k", GgufValueType::U8).u8(2).bytes,
+    check_gguf_rejected(GgufBytes{}.header(0, 2).key("k", GgufValueType::U8).u8(1).key("k", GgufValueType::U8).u8(2).bytes,
                    {"metadata 'k' appears twice (entries 0 and 1)"});
 
     GgufBytes deep;
     deep.header(0, 1).key("deep", GgufValueType::Array);
     for (int level = 0; level < 9; ++level) deep.u32(static_cast<std::uint32_t>(GgufValueType::Array)).u64(1);
     deep.u32(0).u64(0);
-    check_rejected(deep.bytes, {"metadata 'deep': arrays nested more than 8 deep"});
+    check_gguf_rejected(deep.bytes, {"metadata 'deep': arrays nested more than 8 deep"});
 }
 
 TEST_CASE("gguf: alignment must be a u32 power of two") {
     const auto with_alignment = [](GgufValueType type, std::uint32_t value) {
         return GgufBytes{}.header(0, 1).key("general.alignment", type).u32(value).bytes;
     };
-    check_rejected(with_alignment(GgufValueType::U32, 0), {"general.alignment 0 is not a power of two"});
-    check_rejected(with_alignment(GgufValueType::U32, 48), {"general.alignment 48 is not a power of two"});
-    check_rejected(with_alignment(GgufValueType::I32, 32), {"general.alignment is i32, expected u32"});
+    check_gguf_rejected(with_alignment(GgufValueType::U32, 0), {"general.alignment 0 is not a power of two"});
+    check_gguf_rejected(with_alignment(GgufValueType::U32, 48), {"general.alignment 48 is not a power of two"});
+    check_gguf_rejected(with_alignment(GgufValueType::I32, 32), {"general.alignment is i32, expected u32"});
     CHECK(GgufView::parse(as_bytes(with_alignment(GgufValueType::U32, 8)), "a.gguf").alignment() == 8);
 }
 
@@ -352,36 +352,36 @@ TEST_CASE("gguf: malformed tensor infos") {
     };
     CHECK(GgufView::parse(as_bytes(one_tensor("ok", {32, 2}, q4_0_id, 0, 36)), "ok.gguf").at("ok").numel == 64);
 
-    check_rejected(one_tensor("t", {4}, 4, 0, 16), {"tensor 't': unknown tensor type id 4"});
-    check_rejected(one_tensor("t", {4}, 1000, 0, 16), {"unknown tensor type id 1000"});
-    check_rejected(one_tensor("t", {1, 1, 1, 1, 1}, f32_id, 0, 4), {"tensor 't': 5 dimensions, more than ggml's 4"});
-    check_rejected(one_tensor("t", {std::uint64_t{1} << 32, std::uint64_t{1} << 32}, f32_id, 0, 0),
+    check_gguf_rejected(one_tensor("t", {4}, 4, 0, 16), {"tensor 't': unknown tensor type id 4"});
+    check_gguf_rejected(one_tensor("t", {4}, 1000, 0, 16), {"unknown tensor type id 1000"});
+    check_gguf_rejected(one_tensor("t", {1, 1, 1, 1, 1}, f32_id, 0, 4), {"tensor 't': 5 dimensions, more than ggml's 4"});
+    check_gguf_rejected(one_tensor("t", {std::uint64_t{1} << 32, std::uint64_t{1} << 32}, f32_id, 0, 0),
                    {"tensor 't': dims [4294967296, 4294967296] have more than 2^63-1 elements"});
-    check_rejected(one_tensor("t", {std::uint64_t{1} << 63}, f32_id, 0, 0),
+    check_gguf_rejected(one_tensor("t", {std::uint64_t{1} << 63}, f32_id, 0, 0),
                    {"dims [9223372036854775808] have more than 2^63-1 elements"});
-    check_rejected(one_tensor("t", {std::uint64_t{1} << 62}, f32_id, 0, 0),
+    check_gguf_rejected(one_tensor("t", {std::uint64_t{1} << 62}, f32_id, 0, 0),
                    {"tensor 't': dims [4611686018427387904] of F32 take more than 2^64 bytes"});
-    check_rejected(one_tensor("t", {31}, q4_0_id, 0, 18), {"a row of 31 elements is not whole Q4_0 blocks of 32"});
-    check_rejected(one_tensor(std::string(65, 'n'), {4}, f32_id, 0, 16), {"name is 65 bytes, over the format's limit of 64"});
-    check_rejected(one_tensor("t", {4}, f32_id, 4, 32), {"tensor 't': data offset 4 is not a multiple of the alignment 32"});
-    check_rejected(one_tensor("t", {4}, f32_id, 64, 32),
+    check_gguf_rejected(one_tensor("t", {31}, q4_0_id, 0, 18), {"a row of 31 elements is not whole Q4_0 blocks of 32"});
+    check_gguf_rejected(one_tensor(std::string(65, 'n'), {4}, f32_id, 0, 16), {"name is 65 bytes, over the format's limit of 64"});
+    check_gguf_rejected(one_tensor("t", {4}, f32_id, 4, 32), {"tensor 't': data offset 4 is not a multiple of the alignment 32"});
+    check_gguf_rejected(one_tensor("t", {4}, f32_id, 64, 32),
                    {"tensor 't': 16 bytes at data offset 64 run past the end of the data section (32 bytes)"});
-    check_rejected(one_tensor("t", {4}, f32_id, std::numeric_limits<std::uint64_t>::max() - 31, 32),
+    check_gguf_rejected(one_tensor("t", {4}, f32_id, std::numeric_limits<std::uint64_t>::max() - 31, 32),
                    {"data offset 18446744073709551584 run past the end"});
 
     GgufBytes overlap;
     overlap.header(2, 0).tensor_info("a", {16}, f32_id, 0).tensor_info("b", {4}, f32_id, 32).pad_to(32);
     overlap.bytes.append(64, '\0');
-    check_rejected(overlap.bytes, {"tensor 'b': bytes [32, 48) overlap tensor 'a' at [0, 64)"});
+    check_gguf_rejected(overlap.bytes, {"tensor 'b': bytes [32, 48) overlap tensor 'a' at [0, 64)"});
 
     GgufBytes twice;
     twice.header(2, 0).tensor_info("a", {4}, f32_id, 0).tensor_info("a", {4}, f32_id, 32).pad_to(32);
     twice.bytes.append(64, '\0');
-    check_rejected(twice.bytes, {"tensor 'a' appears twice (tensor infos 0 and 1)"});
+    check_gguf_rejected(twice.bytes, {"tensor 'a' appears twice (tensor infos 0 and 1)"});
 }
 
 TEST_CASE("gguf: GgufFile::open names the path in its errors") {
-    TempDir dir;
+    GgufTempDir dir;
     const fs::path path = dir.path / "broken.gguf";
     {
         std::ofstream out(path, std::ios::binary);

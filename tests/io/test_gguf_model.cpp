@@ -35,11 +35,9 @@ using luminal::io::Json;
 using parser_checks::as_bytes;
 using parser_checks::error_of;
 
-const fs::path data_dir = fs::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
+const fs::path gguf_model_data = fs::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
 
-Json read_json(const fs::path& path) {
-    return luminal::io::parse_json(luminal::io::read_text_file(path), path.string());
-}
+using parser_checks::read_json;
 
 // Where scripts/fetch_model.sh caches SmolLM2 (same defaults).
 fs::path smollm2_path() {
@@ -133,12 +131,12 @@ std::string tokenizer_error(const Metadata& metadata) {
     return error_of([&] { (void)luminal::io::gguf_tokenizer(view_of(bytes)); });
 }
 
-bool contains(const std::string& text, std::string_view fragment) { return text.find(fragment) != std::string::npos; }
+using parser_checks::contains;
 
 }  // namespace
 
 TEST_CASE("gguf model: the config the generator wrote") {
-    const GgufFile file = GgufFile::open(data_dir / "model.gguf");
+    const GgufFile file = GgufFile::open(gguf_model_data / "model.gguf");
     const luminal::io::ModelConfig config = luminal::io::gguf_model_config(file.view());
     CHECK(config.family == luminal::io::ModelFamily::Llama);
     CHECK(config.vocab_size == 512);
@@ -163,12 +161,12 @@ TEST_CASE("gguf model: the config the generator wrote") {
 }
 
 TEST_CASE("gguf model: the tokenizer from metadata gives llama.cpp's ids and text") {
-    const GgufFile file = GgufFile::open(data_dir / "model.gguf");
+    const GgufFile file = GgufFile::open(gguf_model_data / "model.gguf");
     const luminal::io::Tokenizer tokenizer = luminal::io::gguf_tokenizer(file.view());
     CHECK(tokenizer.vocab_size() == 512);
     CHECK(tokenizer.is_special(1));
     CHECK(tokenizer.token_to_id("<|im_end|>") == 2);
-    check_llama_cpp_ids(tokenizer, read_json(data_dir / "tokenizer_cases.json"), true);
+    check_llama_cpp_ids(tokenizer, read_json(gguf_model_data / "tokenizer_cases.json"), true);
 }
 
 TEST_CASE("gguf model: SmolLM2-135M-Instruct's tokenizer gives llama.cpp's ids" *
@@ -176,7 +174,7 @@ TEST_CASE("gguf model: SmolLM2-135M-Instruct's tokenizer gives llama.cpp's ids" 
     const GgufFile file = GgufFile::open(smollm2_path());
     const luminal::io::Tokenizer tokenizer = luminal::io::gguf_tokenizer(file.view());
     CHECK(tokenizer.vocab_size() == 49152);
-    check_llama_cpp_ids(tokenizer, read_json(data_dir / "smollm2_tokenizer_cases.json"), false);
+    check_llama_cpp_ids(tokenizer, read_json(gguf_model_data / "smollm2_tokenizer_cases.json"), false);
 }
 
 TEST_CASE("gguf model: a hand-built Llama: defaults and the BOS the metadata asks for") {

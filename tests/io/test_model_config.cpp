@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "parser_checks.hpp"
+
 namespace {
 
 using luminal::io::AttentionKind;
@@ -16,9 +18,7 @@ using luminal::io::ModelConfig;
 
 const std::filesystem::path kConfigs = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "configs";
 
-Json read_json(const std::filesystem::path& path) {
-    return luminal::io::parse_json(luminal::io::read_text_file(path), path.string());
-}
+using parser_checks::read_json;
 
 template <typename T>
 std::optional<T> optional_of(const Json& value) {

@@ -31,13 +31,13 @@ using namespace luminal;
 using namespace luminal::io;
 namespace fs = std::filesystem;
 
-const fs::path data_dir = fs::path(LUMINAL_TEST_DATA_DIR) / "safetensors";
+const fs::path safetensors_data = fs::path(LUMINAL_TEST_DATA_DIR) / "safetensors";
 
-Json expected_values() { return parse_json(read_text_file(data_dir / "expected.json"), "expected.json"); }
+Json expected_values() { return parse_json(read_text_file(safetensors_data / "expected.json"), "expected.json"); }
 
 // A fresh temp directory, removed with its contents.
-struct TempDir : parser_checks::TempDir {
-    TempDir() : parser_checks::TempDir("luminal_safetensors_test") {}
+struct SafetensorsTempDir : parser_checks::TempDir {
+    SafetensorsTempDir() : parser_checks::TempDir("luminal_safetensors_test") {}
 };
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
@@ -58,7 +58,7 @@ std::string raw_file(const std::string& header, const std::string& data) { retur
 using parser_checks::as_bytes;
 using parser_checks::error_of;
 
-void check_rejected(const std::string& file, std::initializer_list<std::string_view> fragments) {
+void check_safetensors_rejected(const std::string& file, std::initializer_list<std::string_view> fragments) {
     parser_checks::check_rejected<SafetensorsView>(file, "bad.safetensors", fragments);
 }
 
@@ -91,7 +91,7 @@ void check_against_torch(const SafetensorsTensor& tensor, const Json& expected) 
 }  // namespace
 
 TEST_CASE("safetensors: every dtype written by Python reads as torch reads it") {
-    const auto file = SafetensorsFile::open(data_dir / "dtypes.safetensors");
+    const auto file = SafetensorsFile::open(safetensors_data / "dtypes.safetensors");
     const Json expected = expected_values()["dtypes.safetensors"];
     REQUIRE(file.size() == expected.size());
     for (const auto& [name, entry] : expected.items()) check_against_torch(file.at(name), entry);
@@ -115,7 +115,7 @@ TEST_CASE("safetensors: every dtype written by Python reads as torch reads it") 
 }
 
 TEST_CASE("safetensors: native dtypes are read in place, without a copy") {
-    const auto file = SafetensorsFile::open(data_dir / "dtypes.safetensors");
+    const auto file = SafetensorsFile::open(safetensors_data / "dtypes.safetensors");
     const SafetensorsTensor& f32 = file.at("f32.random");
     const std::span<const float> in_place = f32.values<float>();
     CHECK(static_cast<const void*>(in_place.data()) == static_cast<const void*>(f32.bytes.data()));
@@ -128,7 +128,7 @@ TEST_CASE("safetensors: native dtypes are read in place, without a copy") {
 }
 
 TEST_CASE("safetensors: conversions are exact or an Error naming the element") {
-    const auto file = SafetensorsFile::open(data_dir / "dtypes.safetensors");
+    const auto file = SafetensorsFile::open(safetensors_data / "dtypes.safetensors");
     // Widening is always exact.
     CHECK(to_vector<std::int64_t>(file.at("i32"))[3] == 2147483647);
     CHECK(to_vector<double>(file.at("i32"))[4] == -2147483648.0);
@@ -203,96 +203,96 @@ TEST_CASE("safetensors: malformed files are Errors naming the numbers") {
     const std::string ok_header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
     const std::string eight(8, '\x01');
 
-    SUBCASE("shorter than the length field") { check_rejected(std::string(5, '\0'), {"file is 5 bytes"}); }
-    SUBCASE("empty") { check_rejected("", {"file is 0 bytes"}); }
+    SUBCASE("shorter than the length field") { check_safetensors_rejected(std::string(5, '\0'), {"file is 5 bytes"}); }
+    SUBCASE("empty") { check_safetensors_rejected("", {"file is 0 bytes"}); }
     SUBCASE("header length past the end of the file") {
-        check_rejected(le64(1000) + ok_header, {"header length 1000 runs past the end of the file (62 bytes, so at most 54)"});
+        check_safetensors_rejected(le64(1000) + ok_header, {"header length 1000 runs past the end of the file (62 bytes, so at most 54)"});
     }
     SUBCASE("header length over the crate's limit") {
-        check_rejected(le64(100'000'001) + ok_header, {"header length 100000001 exceeds", "100000000"});
-        check_rejected(le64(std::numeric_limits<std::uint64_t>::max()) + ok_header, {"18446744073709551615"});
+        check_safetensors_rejected(le64(100'000'001) + ok_header, {"header length 100000001 exceeds", "100000000"});
+        check_safetensors_rejected(le64(std::numeric_limits<std::uint64_t>::max()) + ok_header, {"18446744073709551615"});
     }
     SUBCASE("header not JSON") {
-        check_rejected(raw_file("{\"a\":", ""), {"not valid JSON"});
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[1e999],"data_offsets":[0,0]}})", ""),
+        check_safetensors_rejected(raw_file("{\"a\":", ""), {"not valid JSON"});
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[1e999],"data_offsets":[0,0]}})", ""),
                        {"not valid JSON", "1e999"});
     }
-    SUBCASE("header not UTF-8") { check_rejected(raw_file("{\"\xFF\":{}}", ""), {"not valid JSON"}); }
-    SUBCASE("header not an object") { check_rejected(raw_file("[1,2]", ""), {"must be a JSON object, got array"}); }
+    SUBCASE("header not UTF-8") { check_safetensors_rejected(raw_file("{\"\xFF\":{}}", ""), {"not valid JSON"}); }
+    SUBCASE("header not an object") { check_safetensors_rejected(raw_file("[1,2]", ""), {"must be a JSON object, got array"}); }
     SUBCASE("file truncated inside the data") {
-        check_rejected(raw_file(ok_header, eight.substr(0, 6)),
+        check_safetensors_rejected(raw_file(ok_header, eight.substr(0, 6)),
                        {"tensor 'a': data_offsets [0, 8] run past the end of the data section (6 bytes)"});
     }
     SUBCASE("offsets out of range") {
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[100,104]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[100,104]}})", eight),
                        {"tensor 'a': data_offsets [100, 104] run past the end of the data section (8 bytes)"});
     }
     SUBCASE("offsets overlapping") {
-        check_rejected(raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                                 R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                                 eight + "\x02\x02\x02\x02"),
                        {"tensor 'b': data_offsets [4, 12] overlap tensor 'a' at [0, 8]"});
     }
     SUBCASE("a gap between tensors") {
-        check_rejected(raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
                                 R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
                                 eight + "\x02\x02\x02\x02"),
                        {"data bytes [4, 8) belong to no tensor (the next, 'b', starts at 8)"});
     }
     SUBCASE("bytes after the last tensor") {
-        check_rejected(raw_file(ok_header, eight + "xyz"), {"data section is 11 bytes but the tensors end at byte 8: 3"});
+        check_safetensors_rejected(raw_file(ok_header, eight + "xyz"), {"data section is 11 bytes but the tensors end at byte 8: 3"});
     }
     SUBCASE("end before begin") {
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[8,0]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[8,0]}})", eight),
                        {"tensor 'a': data_offsets [8, 0] end before they begin"});
     }
     SUBCASE("unknown dtype") {
-        check_rejected(raw_file(R"({"a":{"dtype":"Q4","shape":[8],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"Q4","shape":[8],"data_offsets":[0,8]}})", eight),
                        {"tensor 'a': unknown dtype 'Q4'", "BF16"});
-        check_rejected(raw_file(R"({"a":{"dtype":"f32","shape":[2],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"f32","shape":[2],"data_offsets":[0,8]}})", eight),
                        {"unknown dtype 'f32'"});
     }
     SUBCASE("shape and byte length disagree") {
-        check_rejected(raw_file(R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", std::string(20, '\0')),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", std::string(20, '\0')),
                        {"tensor 'a': shape [2, 3] of F32 needs 24 bytes but data_offsets [0, 20] hold 20"});
     }
     SUBCASE("element count overflows") {
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[1099511627776,1099511627776],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[1099511627776,1099511627776],"data_offsets":[0,8]}})", eight),
                        {"tensor 'a': shape [1099511627776, 1099511627776] has more than 2^64 elements"});
-        check_rejected(raw_file(R"({"a":{"dtype":"F32","shape":[2147483648,2147483648],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"F32","shape":[2147483648,2147483648],"data_offsets":[0,8]}})", eight),
                        {"shape [2147483648, 2147483648] of F32 is more than 2^64 bits"});
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[9223372036854775808],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[9223372036854775808],"data_offsets":[0,8]}})", eight),
                        {"dimension above 2^63-1"});
     }
     SUBCASE("sub-byte dtype ending mid-byte") {
-        check_rejected(raw_file(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", "\x01\x02"),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", "\x01\x02"),
                        {"shape [3] of F4 is 12 bits, not a whole number of bytes"});
     }
     SUBCASE("entries hold exactly dtype, shape and data_offsets") {
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8],"x":1}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8],"x":1}})", eight),
                        {"tensor 'a': unexpected field 'x'"});
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","data_offsets":[0,8]}})", eight),
                        {"tensor 'a': missing field 'shape'"});
-        check_rejected(raw_file(R"({"a":[1]})", eight), {"tensor 'a': entry must be an object"});
-        check_rejected(raw_file(R"({"a":{"dtype":8,"shape":[8],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":[1]})", eight), {"tensor 'a': entry must be an object"});
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":8,"shape":[8],"data_offsets":[0,8]}})", eight),
                        {"tensor 'a': dtype must be a string, got number 8"});
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[-8],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[-8],"data_offsets":[0,8]}})", eight),
                        {"tensor 'a': shape must hold non-negative integers, got number -8"});
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[8.0],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[8.0],"data_offsets":[0,8]}})", eight),
                        {"shape must hold non-negative integers, got number 8.0"});
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8,8]}})", eight),
                        {"tensor 'a': data_offsets must be [begin, end], got [0,8,8]"});
     }
     SUBCASE("a key given twice") {
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
                                 R"("a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})", eight),
                        {"header repeats the key 'a'"});
-        check_rejected(raw_file(R"({"a":{"dtype":"U8","dtype":"I8","shape":[8],"data_offsets":[0,8]}})", eight),
+        check_safetensors_rejected(raw_file(R"({"a":{"dtype":"U8","dtype":"I8","shape":[8],"data_offsets":[0,8]}})", eight),
                        {"header repeats the key 'dtype'"});
     }
     SUBCASE("__metadata__ is a string map") {
-        check_rejected(raw_file(R"({"__metadata__":{"k":1}})", ""), {"'__metadata__' entry 'k' must be a string, got number 1"});
-        check_rejected(raw_file(R"({"__metadata__":"x"})", ""), {"'__metadata__' must be an object of strings, got string"});
+        check_safetensors_rejected(raw_file(R"({"__metadata__":{"k":1}})", ""), {"'__metadata__' entry 'k' must be a string, got number 1"});
+        check_safetensors_rejected(raw_file(R"({"__metadata__":"x"})", ""), {"'__metadata__' must be an object of strings, got string"});
     }
 }
 
@@ -332,7 +332,7 @@ TEST_CASE("safetensors writer: the bytes match a hand-derived file") {
                                  "      " + std::string("\x00\x00\x80\x3F\x00\x00\x00\xC0\x07", 9);
     CHECK(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()) == expected);
 
-    TempDir dir;
+    SafetensorsTempDir dir;
     write_safetensors(dir.path / "w.safetensors", records, {{"k", "v"}});
     CHECK(read_text_file(dir.path / "w.safetensors") == expected);
 }
@@ -353,7 +353,7 @@ TEST_CASE("safetensors writer: round trip through the reader, every dtype") {
         {"u8", SafetensorsDType::U8, {2}, std::as_bytes(std::span(u8))},
         {"flags", SafetensorsDType::BOOL, {3}, std::as_bytes(std::span(flags))},
     };
-    TempDir dir;
+    SafetensorsTempDir dir;
     write_safetensors(dir.path / "all.safetensors", records, {{"format", "pt"}, {"note", "round trip"}});
     const auto file = SafetensorsFile::open(dir.path / "all.safetensors");
     CHECK(file.metadata() == SafetensorsMetadata{{"format", "pt"}, {"note", "round trip"}});
@@ -393,7 +393,7 @@ TEST_CASE("safetensors writer: invalid records are Errors") {
 
 TEST_CASE("safetensors model: two shards behind model.safetensors.index.json") {
     const Json expected = expected_values()["sharded"];
-    const auto model = SafetensorsModel::open(data_dir / "sharded");
+    const auto model = SafetensorsModel::open(safetensors_data / "sharded");
     CHECK(model.size() == expected.size());
     CHECK(model.shards().size() == 2);
     for (const auto& [name, entry] : expected.items()) check_against_torch(model.at(name), entry);
@@ -408,15 +408,15 @@ TEST_CASE("safetensors model: two shards behind model.safetensors.index.json") {
     CHECK(message.find("model.safetensors.index.json") != std::string::npos);
 
     // The index file itself opens the same model.
-    CHECK(SafetensorsModel::open(data_dir / "sharded" / "model.safetensors.index.json").size() == expected.size());
+    CHECK(SafetensorsModel::open(safetensors_data / "sharded" / "model.safetensors.index.json").size() == expected.size());
 }
 
 TEST_CASE("safetensors model: a single file, by path or as a directory's model.safetensors") {
-    const auto by_path = SafetensorsModel::open(data_dir / "dtypes.safetensors");
+    const auto by_path = SafetensorsModel::open(safetensors_data / "dtypes.safetensors");
     CHECK(by_path.size() == 11);
     CHECK(by_path.metadata() == SafetensorsMetadata{{"format", "pt"}});
-    TempDir dir;
-    fs::copy_file(data_dir / "dtypes.safetensors", dir.path / "model.safetensors");
+    SafetensorsTempDir dir;
+    fs::copy_file(safetensors_data / "dtypes.safetensors", dir.path / "model.safetensors");
     const auto by_dir = SafetensorsModel::open(dir.path);
     CHECK(by_dir.size() == 11);
     CHECK(to_f32(by_dir.at("scalar")) == std::vector<float>{-7.25f});
@@ -427,7 +427,7 @@ TEST_CASE("safetensors model: broken checkpoints are Errors naming tensor and sh
     const std::string two = raw_file(R"({"v":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
                                      R"("w":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
                                      "\x06\x07");
-    TempDir dir;
+    SafetensorsTempDir dir;
     write_bytes(dir.path / "a.safetensors", one_byte);
     write_bytes(dir.path / "b.safetensors", two);
     auto open_with = [&](const std::string& index) {
@@ -473,7 +473,7 @@ TEST_CASE("safetensors model: broken checkpoints are Errors naming tensor and sh
         CHECK(to_vector<std::uint8_t>(model.at("w")) == std::vector<std::uint8_t>{5});
     }
     SUBCASE("a directory with neither file") {
-        TempDir empty;
+        SafetensorsTempDir empty;
         CHECK(error_of([&] { (void)SafetensorsModel::open(empty.path); }).find("holds neither") != std::string::npos);
     }
 }

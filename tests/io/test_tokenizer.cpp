@@ -21,7 +21,7 @@ using luminal::io::Tokenizer;
 
 namespace {
 
-const std::string data_dir = std::string(LUMINAL_TEST_DATA_DIR) + "/tokenizers/";
+const std::string tokenizer_data = std::string(LUMINAL_TEST_DATA_DIR) + "/tokenizers/";
 
 struct Case {
     std::string text;
@@ -30,7 +30,7 @@ struct Case {
 };
 
 std::vector<Case> load_cases(const std::string& name) {
-    const std::string path = data_dir + name + "_cases.json";
+    const std::string path = tokenizer_data + name + "_cases.json";
     const auto root = luminal::io::parse_json(luminal::io::read_text_file(path), path);
     std::vector<Case> cases;
     for (const auto& item : luminal::io::json_required<std::vector<luminal::io::Json>>(root, "cases", path)) {
@@ -57,7 +57,7 @@ std::string stream_decode(const Tokenizer& tokenizer, const std::vector<std::int
 }
 
 void check_against_fixtures(const std::string& name) {
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + name + ".json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + name + ".json");
     const auto cases = load_cases(name);
     REQUIRE(cases.size() >= 200);
     std::size_t passed = 0;
@@ -88,7 +88,7 @@ TEST_CASE("tokenizer: Llama 2 style Prepend/Replace/Strip matches tokenizers") {
 TEST_CASE("tokenizer: Metaspace with unk matches tokenizers") { check_against_fixtures("metaspace"); }
 
 TEST_CASE("tokenizer: added and special tokens, vocabulary queries") {
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + "llama3.json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + "llama3.json");
     const auto bos = tokenizer.token_to_id("<|begin_of_text|>");
     const auto eot = tokenizer.token_to_id("<|eot_id|>");
     REQUIRE(bos.has_value());
@@ -109,7 +109,7 @@ TEST_CASE("tokenizer: added and special tokens, vocabulary queries") {
     CHECK(tokenizer.decode(ids) == "<|begin_of_text|><|eot_id|>");
     CHECK(tokenizer.decode(ids, true).empty());
 
-    const Tokenizer qwen = Tokenizer::from_file(data_dir + "qwen.json");
+    const Tokenizer qwen = Tokenizer::from_file(tokenizer_data + "qwen.json");
     const auto think = qwen.token_to_id("<think>");
     REQUIRE(think.has_value());
     CHECK_FALSE(qwen.is_special(*think));  // non-special: kept by skip_special_tokens
@@ -119,7 +119,7 @@ TEST_CASE("tokenizer: added and special tokens, vocabulary queries") {
 }
 
 TEST_CASE("tokenizer: encode is safe from several threads at once") {
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + "llama3.json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + "llama3.json");
     const auto cases = load_cases("llama3");
     std::vector<int> mismatches(3, 0);
     std::vector<std::thread> threads;
@@ -135,7 +135,7 @@ TEST_CASE("tokenizer: encode is safe from several threads at once") {
 TEST_CASE("tokenizer: long and unusual inputs round-trip through byte-level models") {
     // Byte-level BPE is lossless: decode(encode(x)) == x is the reference here.
     for (const char* name : {"llama3", "qwen", "gpt2"}) {
-        const Tokenizer tokenizer = Tokenizer::from_file(data_dir + name + ".json");
+        const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + name + ".json");
         for (const std::string& text :
              {std::string(200000, ' '), std::string(200000, 'a'), std::string(100000, '\n') + "x",
               std::string(50000, '9'), [] {
@@ -159,7 +159,7 @@ TEST_CASE("tokenizer: long and unusual inputs round-trip through byte-level mode
 }
 
 TEST_CASE("tokenizer: input that is not valid UTF-8 is an Error naming the byte") {
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + "llama3.json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + "llama3.json");
     for (const std::string& bad : {std::string("ab\xff"), std::string("ab\xc3"), std::string("ab\xc0\xaf"),
                                    std::string("ab\xed\xa0\x80"), std::string("ab\xf4\x90\x80\x80"),
                                    std::string("ab\x80"), std::string("ab\xe2\x82")}) {
@@ -169,13 +169,13 @@ TEST_CASE("tokenizer: input that is not valid UTF-8 is an Error naming the byte"
 }
 
 TEST_CASE("tokenizer: decode rejects ids outside the vocabulary") {
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + "gemma.json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + "gemma.json");
     CHECK_THROWS_WITH_AS(tokenizer.decode(std::vector<std::int32_t>{5, 100000}), doctest::Contains("id 100000"), Error);
     CHECK_THROWS_WITH_AS(tokenizer.decode(std::vector<std::int32_t>{-3}), doctest::Contains("id -3"), Error);
 }
 
 TEST_CASE("tokenizer: streaming decode holds back incomplete characters") {
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + "gemma.json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + "gemma.json");
     // "😀" is outside the vocab: four <0xHH> byte tokens.
     const auto ids = tokenizer.encode("a😀b", false);
     REQUIRE(ids.size() >= 6);
@@ -245,7 +245,7 @@ TEST_CASE("tokenizer: malformed tokenizer.json is an Error naming the field and 
                                               "\"added_tokens\": [], \"x\": \"\xff\"}",
                                               "tokenizer.json"),
                          doctest::Contains("not valid JSON"), Error);
-    CHECK_THROWS_WITH_AS(Tokenizer::from_file(data_dir + "no_such_file.json"), doctest::Contains("no_such_file.json"), Error);
+    CHECK_THROWS_WITH_AS(Tokenizer::from_file(tokenizer_data + "no_such_file.json"), doctest::Contains("no_such_file.json"), Error);
 
     auto json = tiny_tokenizer();
     json.erase("model");
@@ -400,7 +400,7 @@ TEST_CASE("chat templates: Llama 3") {
     CHECK(luminal::io::chat_stop_tokens(ChatFamily::Llama3).front() == "<|eot_id|>");
 
     // The rendered prompt encodes to the special tokens it names, with no second BOS.
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + "llama3.json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + "llama3.json");
     const auto ids = tokenizer.encode(luminal::io::render_chat(ChatFamily::Llama3, messages), false);
     CHECK(ids.front() == tokenizer.bos_id());
     CHECK(std::count(ids.begin(), ids.end(), *tokenizer.token_to_id("<|eot_id|>")) == 4);
@@ -433,7 +433,7 @@ TEST_CASE("chat templates: Qwen 3 (ChatML) with thinking") {
           "<|im_start|>user\nWeather?<|im_end|>\n"
           "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n22C\n</tool_response><|im_end|>\n");
 
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + "qwen.json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + "qwen.json");
     const auto ids = tokenizer.encode(luminal::io::render_chat(ChatFamily::Qwen3, messages), false);
     CHECK(std::count(ids.begin(), ids.end(), *tokenizer.token_to_id("<|im_start|>")) == 5);
     CHECK(std::count(ids.begin(), ids.end(), *tokenizer.token_to_id("<|im_end|>")) == 4);
@@ -455,7 +455,7 @@ TEST_CASE("chat templates: Gemma 3") {
     CHECK_THROWS_WITH_AS(luminal::io::render_chat(ChatFamily::Gemma3, unknown_role),
                          doctest::Contains("role 'narrator'"), Error);
 
-    const Tokenizer tokenizer = Tokenizer::from_file(data_dir + "gemma.json");
+    const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_data + "gemma.json");
     const auto ids = tokenizer.encode(luminal::io::render_chat(ChatFamily::Gemma3, messages), false);
     CHECK(ids.front() == tokenizer.bos_id());
     CHECK(std::count(ids.begin(), ids.end(), *tokenizer.token_to_id("<start_of_turn>")) == 4);
