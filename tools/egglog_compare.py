@@ -42,9 +42,10 @@ How sizes are counted (like with like: the sort Math, after rebuilding):
 
 Timing: each rep builds a fresh e-graph and the input term, untimed, then
 times saturation alone, the same number of reps on both sides; the median is
-reported. The sides alternate rep by rep (one driver run with --reps 1, then
-one egglog run), so a burst of load on a shared machine hits both alike; the
-driver saturates once untimed before its timed rep, as egglog's process is warm. luminal: steady_clock around saturate() in the driver; by default
+reported. The sides alternate workload by workload (the driver's reps of one
+workload, then egglog's), so a burst of load on a shared machine falls on both
+within seconds; the driver saturates once untimed before its timed reps, as
+egglog's process is warm. luminal: steady_clock around saturate() in the driver; by default
 its backoff scheduler is off (egglog's saturate has none), so both run every
 rule every iteration until nothing changes. egglog: time.perf_counter()
 around EGraph.run_program(<pre-parsed (run-schedule (saturate (run R)))>), so
@@ -197,15 +198,15 @@ def main() -> int:
             return 2
         build_driver(driver)
 
-    def run_driver(only: str) -> tuple[list[dict], int]:
-        cmd = [str(driver), "--reps", "1"] + (["--only", only] if only else [])
+    def run_driver(only: str, reps: int) -> tuple[list[dict], int]:
+        cmd = [str(driver), "--reps", str(reps)] + (["--only", only] if only else [])
         if args.backoff:
             cmd.append("--backoff")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         sys.stderr.write(proc.stderr)
         return parse_driver(proc.stdout), proc.returncode
 
-    rows, code = run_driver(args.only)
+    rows, code = run_driver(args.only, 1)
     if not rows:
         print(f"no workloads from {driver} (exit {code})", file=sys.stderr)
         return 2
@@ -220,15 +221,9 @@ def main() -> int:
     slow = []
     for row in rows:
         label = row["workload"] + (str(row["n"]) if row["n"] else "")
-        luminal_ms, egg_runs = [], []
-        for _ in range(args.reps):
-            own = [r for r in run_driver(label)[0] if r["term"] == row["term"]]
-            if own:
-                luminal_ms.append(own[0]["median_ms"])
-            egg_runs.append(run_egglog(row["rules"], row["term"], 1))
-        row["median_ms"] = statistics.median(luminal_ms) if luminal_ms else float("nan")
-        egg = dict(egg_runs[0], median_ms=statistics.median(e["median_ms"] for e in egg_runs),
-                   cpu_ms=statistics.median(e["cpu_ms"] for e in egg_runs))
+        own = [r for r in run_driver(label, args.reps)[0] if r["term"] == row["term"]]
+        row["median_ms"] = own[0]["median_ms"] if own else float("nan")
+        egg = run_egglog(row["rules"], row["term"], args.reps)
         same = row["classes"] == egg["classes"] and row["nodes"] == egg["nodes"]
         ratio = egg["median_ms"] / row["median_ms"] if row["median_ms"] > 0 else float("inf")
         mark = "" if same else "  FIXPOINT MISMATCH"
