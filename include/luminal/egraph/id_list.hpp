@@ -13,7 +13,6 @@ namespace luminal::egraph {
 class IdList {
 public:
     std::uint32_t size() const { return size_; }
-    bool empty() const { return size_ == 0; }
     const std::uint32_t* begin() const { return data(); }
     const std::uint32_t* end() const { return data() + size_; }
     operator std::span<const std::uint32_t>() const { return {data(), size_}; }
