@@ -132,6 +132,24 @@ TEST_CASE("non-linear patterns need the same class twice") {
     CHECK(matches == 1);  // x + x and x + y are now one e-node
 }
 
+TEST_CASE("matching needs a rebuilt e-graph") {
+    // Matchers compare children by class id, which is only sound once
+    // rebuild() has canonicalised every e-node.
+    EGraph g;
+    ClassId x = var(g, 0), y = var(g, 1);
+    add(g, x, x);
+    add(g, x, y);
+    g.merge(x, y);
+    using AddSelf = Pat<arith::Add, Var<0>, Var<0>>;
+    int matches = 0;
+    auto count = [&](const Match&) { ++matches; };
+    CHECK_THROWS_AS(for_each_match<AddSelf>(g, count), luminal::Error);
+    CHECK_THROWS_AS(for_each_fresh_match<AddSelf>(g, 0, count), luminal::Error);
+    g.rebuild();
+    for_each_match<AddSelf>(g, count);
+    CHECK(matches == 1);
+}
+
 TEST_CASE("rules apply with guards") {
     EGraph g;
     arith::Context ctx;

@@ -5,6 +5,8 @@
 // the plain heap.
 #include <cstddef>
 #include <cstdlib>
+#include <limits>
+#include <memory>
 #include <new>
 
 #if defined(__linux__)
@@ -23,6 +25,8 @@ struct HugePageAllocator {
     HugePageAllocator(const HugePageAllocator<U>&) {}
 
     T* allocate(std::size_t n) {
+        constexpr std::size_t kMaxBytes = std::numeric_limits<std::ptrdiff_t>::max() - kHugePage;
+        if (n > kMaxBytes / sizeof(T)) throw std::bad_array_new_length();
         std::size_t bytes = n * sizeof(T);
         if (bytes < kHugePage) return std::allocator<T>{}.allocate(n);
         std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;

@@ -43,19 +43,29 @@ struct ENode {
 
 class EGraph {
 public:
-    EGraph() { slots_.resize(kInitialSlots); }
+    EGraph() {
+        // Room for a small graph up front: growing each per-node vector from
+        // one element cost small saturations a dozen reallocations apiece.
+        nodes_.reserve(kInitialNodes);
+        info_.reserve(kInitialNodes);
+        changed_.reserve(kInitialNodes);
+        parent_.reserve(kInitialNodes);
+        classes_.reserve(kInitialNodes);
+        slots_.resize(kInitialSlots);
+    }
     EGraph(const EGraph&) = delete;
     EGraph& operator=(const EGraph&) = delete;
     ~EGraph() {
         for (EClass& c : classes_) {
-            c.nodes.release();
-            c.parents.release();
+            c.nodes.release(id_blocks_);
+            c.parents.release(id_blocks_);
         }
     }
 
     // Adds an e-node (or finds the existing equal one) and returns its class.
-    // Kept small so it inlines into rules: most calls find an existing node.
-    ClassId add(Symbol op, AttrId attr, std::span<const ClassId> children) {
+    // Kept small and always inlined into rules (the compiler's own choice
+    // flips with unrelated changes): most calls find an existing node.
+    [[gnu::always_inline]] ClassId add(Symbol op, AttrId attr, std::span<const ClassId> children) {
         if (children.size() > kInlineChildren) return add_wide(op, attr, children);
         ClassId kids[kInlineChildren];
         Key key = narrow_key(op, attr, children, kids);
@@ -63,7 +73,7 @@ public:
         if (Slot& s = slots_[slot]; s.node != kNoNode) return s.cls = find(s.cls);  // later hits skip the walk
         return insert(slot, op, attr, {kids, children.size()});
     }
-    ClassId add(Symbol op, AttrId attr, std::initializer_list<ClassId> children) {
+    [[gnu::always_inline]] ClassId add(Symbol op, AttrId attr, std::initializer_list<ClassId> children) {
         return add(op, attr, std::span<const ClassId>(children.begin(), children.size()));
     }
 
@@ -109,8 +119,11 @@ public:
         if (n.arity <= kInlineChildren) return {n.inline_children, n.arity};
         return {arena_.data() + n.first_child, n.arity};
     }
-    ClassId class_of(ENodeId id) const { return node_class_[id] = find(node_class_[id]); }
-    bool alive(ENodeId id) const { return alive_[id] != 0; }
+    ClassId class_of(ENodeId id) const { return find(info_[id].cls); }
+    // The same for a live e-node, without find(): a merge updates the class
+    // of every live node it moves (dead ones leave their class's list).
+    ClassId live_class(ENodeId id) const { return info_[id].cls; }
+    bool alive(ENodeId id) const { return info_[id].alive; }
     // The e-nodes of a canonical class (may include nodes made redundant by a
     // merge that rebuild() has not seen yet; skip those with alive()).
     std::span<const ENodeId> class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
@@ -131,8 +144,9 @@ public:
         return n;
     }
     std::size_t class_capacity() const { return parent_.size(); }
-    // Increases with every effective merge: lets the runner detect saturation.
-    std::uint64_t merges() const { return merges_; }
+    // Increases with every e-node added and every effective merge: lets the
+    // runner see whether a rule changed the e-graph.
+    std::uint64_t changes() const { return changes_; }
 
     // Semi-naive matching. An e-node is stamped with the current epoch when
     // it is added or re-canonicalised (its children changed), and marked moved
@@ -149,7 +163,7 @@ public:
     // Whether e-node id changed at or after epoch `since`, for a match that
     // has it at the pattern's root (at_root) or below.
     bool fresh_since(ENodeId id, std::uint32_t since, bool at_root) const {
-        return stamp_[id] >= since || (!at_root && moved_[id] >= since);
+        return info_[id].stamp >= since || (!at_root && info_[id].moved >= since);
     }
     // Calls f(id) once for every e-node fresh_since(id, since, at_root).
     template <typename F>
@@ -160,7 +174,7 @@ public:
             std::size_t end = e < epoch_ ? epoch_begins_[e + 1] : changed_.size();
             for (std::size_t i = epoch_begins_[e]; i < end; ++i) {
                 ENodeId id = changed_[i];
-                if (std::max(stamp_[id], moved_[id]) == e && fresh_since(id, since, at_root)) f(id);
+                if (std::max(info_[id].stamp, info_[id].moved) == e && fresh_since(id, since, at_root)) f(id);
             }
         }
     }
@@ -209,7 +223,8 @@ private:
     // their children in the arena), the node and its class when added (find()
     // gives the current one). Linear probing, at most half full.
     static constexpr ENodeId kNoNode = 0xFFFFFFFF;
-    static constexpr std::size_t kInitialSlots = 64;
+    static constexpr std::size_t kInitialNodes = 256;
+    static constexpr std::size_t kInitialSlots = 2 * kInitialNodes;
     struct Slot {
         std::uint64_t head = 0;
         std::uint64_t kids = 0;
@@ -291,20 +306,18 @@ private:
         ENodeId id = push_node(op, attr, canonical);
         ClassId c = static_cast<ClassId>(parent_.size());
         parent_.push_back(c);
-        classes_.emplace_back().nodes.push_back(id);
-        node_class_.push_back(c);
-        alive_.push_back(1);
-        stamp_.push_back(epoch_);
-        moved_.push_back(0);
+        classes_.emplace_back().nodes.push_back(id, id_blocks_);
+        info_.push_back({c, epoch_, 0, true});
         changed_.push_back(id);
         occupy(slot, id, c);
         // Once per distinct child class, so delta matching never climbs through a node twice.
         for (std::size_t i = 0; i < canonical.size(); ++i)
             if (std::find(canonical.begin(), canonical.begin() + i, canonical[i]) == canonical.begin() + i)
-                classes_[canonical[i]].parents.push_back(id);
+                classes_[canonical[i]].parents.push_back(id, id_blocks_);
         if (by_op_.size() <= op) by_op_.resize(op + 1u);
         by_op_[op].push_back(id);
         ++live_nodes_;
+        ++changes_;
         return c;
     }
     [[gnu::noinline]] void union_roots(ClassId a, ClassId b) {
@@ -312,19 +325,22 @@ private:
         parent_[b] = a;
         EClass& into = classes_[a];
         EClass& from = classes_[b];
-        for (ENodeId n : from.nodes) mark_moved(n);
-        into.nodes.append(from.nodes);
-        into.parents.append(from.parents);
-        from.nodes.release();
-        from.parents.release();
+        for (ENodeId n : from.nodes) {
+            info_[n].cls = a;
+            mark_moved(n);
+        }
+        into.nodes.append(from.nodes, id_blocks_);
+        into.parents.append(from.parents, id_blocks_);
+        from.nodes.release(id_blocks_);
+        from.parents.release(id_blocks_);
         pending_.push_back(a);
-        ++merges_;
+        ++changes_;
     }
 
     ENodeId push_node(Symbol op, AttrId attr, std::span<const ClassId> children) {
         ENode n{op, static_cast<std::uint16_t>(children.size()), attr, {}};
         if (children.size() <= kInlineChildren) {
-            std::copy(children.begin(), children.end(), n.inline_children);
+            for (std::size_t i = 0; i < children.size(); ++i) n.inline_children[i] = children[i];  // std::copy called memmove
         } else {
             n.first_child = static_cast<std::uint32_t>(arena_.size());
             arena_.insert(arena_.end(), children.begin(), children.end());
@@ -352,17 +368,17 @@ private:
     }
 
     void log_change(ENodeId n) {
-        if (stamp_[n] != epoch_ && moved_[n] != epoch_) changed_.push_back(n);
+        if (info_[n].stamp != epoch_ && info_[n].moved != epoch_) changed_.push_back(n);
     }
     void stamp(ENodeId n) {
-        if (stamp_[n] == epoch_) return;
+        if (info_[n].stamp == epoch_) return;
         log_change(n);
-        stamp_[n] = epoch_;
+        info_[n].stamp = epoch_;
     }
     void mark_moved(ENodeId n) {
-        if (moved_[n] == epoch_) return;
+        if (info_[n].moved == epoch_) return;
         log_change(n);
-        moved_[n] = epoch_;
+        info_[n].moved = epoch_;
     }
 
     // Re-canonicalises every parent of class c; parents that become equal merge.
@@ -370,7 +386,7 @@ private:
     void repair(ClassId c) {
         IdList parents = std::exchange(classes_[c].parents, IdList{});
         for (ENodeId p : parents) {
-            if (!alive_[p]) continue;
+            if (!info_[p].alive) continue;
             std::span<ClassId> kids = children_mut(p);
             if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) continue;
             vacate(p);
@@ -378,32 +394,37 @@ private:
             Key key = key_of(p);
             std::size_t slot = probe(key);
             if (slots_[slot].node != kNoNode) {
-                alive_[p] = 0;
+                info_[p].alive = false;
                 --live_nodes_;
-                merge(slots_[slot].cls, node_class_[p]);
+                merge(slots_[slot].cls, info_[p].cls);
             } else {
-                occupy(slot, p, node_class_[p]);
+                occupy(slot, p, info_[p].cls);
                 stamp(p);
             }
         }
         auto first = first_sighting(node_marks_, nodes_.size());
-        parents.filter([&](ENodeId p) { return alive_[p] && first(p); });
+        parents.filter([&](ENodeId p) { return info_[p].alive && first(p); });
         ClassId root = find(c);
-        classes_[root].parents.append(parents);
-        parents.release();
-        classes_[root].nodes.filter([&](ENodeId n) { return alive_[n] != 0; });
+        classes_[root].parents.append(parents, id_blocks_);
+        parents.release(id_blocks_);
+        classes_[root].nodes.filter([&](ENodeId n) { return info_[n].alive; });
     }
 
     std::vector<ENode> nodes_;
     std::vector<ClassId> arena_;
-    mutable std::vector<ClassId> node_class_;  // a class of the node, canonicalised on read
-    std::vector<std::uint8_t> alive_;
-    std::vector<std::uint32_t> stamp_;  // epoch of the last add or re-canonicalisation
-    std::vector<std::uint32_t> moved_;  // epoch of the last move to another class
+    // What matching reads of an e-node besides the node itself, in one place.
+    struct NodeInfo {
+        ClassId cls;          // canonical while the node lives (merges update the absorbed class's nodes)
+        std::uint32_t stamp;  // epoch of the last add or re-canonicalisation
+        std::uint32_t moved;  // epoch of the last move to another class
+        bool alive;
+    };
+    std::vector<NodeInfo> info_;
     std::vector<ENodeId> changed_;      // nodes in the order they changed, once per epoch
     std::vector<std::size_t> epoch_begins_ = std::vector<std::size_t>(1, 0);  // where each epoch starts in changed_
     std::uint32_t epoch_ = 0;
     mutable std::vector<ClassId> parent_;
+    IdBlockPool id_blocks_;  // where the classes' longer lists live
     std::vector<EClass> classes_;
     std::vector<std::vector<ENodeId>> by_op_;
     std::vector<ClassId> pending_;
@@ -413,9 +434,9 @@ private:
     using SlotTable = std::vector<Slot, HugePageAllocator<Slot>>;
     SlotTable slots_;
     std::size_t slots_used_ = 0;
-    int slot_bits_ = 6;  // log2(slots_.size())
+    int slot_bits_ = std::countr_zero(kInitialSlots);  // log2(slots_.size())
     std::size_t live_nodes_ = 0;
-    std::uint64_t merges_ = 0;
+    std::uint64_t changes_ = 0;
 };
 
 }  // namespace luminal::egraph

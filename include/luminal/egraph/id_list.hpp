@@ -1,14 +1,44 @@
 #pragma once
 // IdList: the e-node ids of one e-class (its nodes, or its parents). Most
-// classes hold one or two, so two live inline; longer lists move to the heap.
-// It is trivially copyable on purpose: the vector of classes then grows by a
-// plain memory copy. Its owner frees the heap block with release().
+// classes hold one or two, so two live inline; longer lists move to a block
+// of a power-of-two size from an IdBlockPool. Merges free and grow lists all
+// the time, and the pool's free lists make that a push and a pop instead of
+// a malloc and a free. IdList is trivially copyable on purpose: the vector of
+// classes then grows by a plain memory copy. Its owner hands the block back
+// with release().
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <vector>
 
 namespace luminal::egraph {
+
+class IdBlockPool {
+public:
+    IdBlockPool() = default;
+    IdBlockPool(const IdBlockPool&) = delete;
+    IdBlockPool& operator=(const IdBlockPool&) = delete;
+    ~IdBlockPool() {
+        for (auto& blocks : free_)
+            for (std::uint32_t* block : blocks) delete[] block;
+    }
+
+    // A block of 2^size_class ids.
+    std::uint32_t* take(int size_class) {
+        auto& blocks = free_[static_cast<std::size_t>(size_class)];
+        if (blocks.empty()) return new std::uint32_t[std::size_t{1} << size_class];
+        std::uint32_t* block = blocks.back();
+        blocks.pop_back();
+        return block;
+    }
+    void give(std::uint32_t* block, int size_class) { free_[static_cast<std::size_t>(size_class)].push_back(block); }
+
+private:
+    std::array<std::vector<std::uint32_t*>, 33> free_;
+};
 
 class IdList {
 public:
@@ -17,13 +47,13 @@ public:
     const std::uint32_t* end() const { return data() + size_; }
     operator std::span<const std::uint32_t>() const { return {data(), size_}; }
 
-    void push_back(std::uint32_t id) {
-        if (size_ == capacity_) grow(size_ + 1);
+    void push_back(std::uint32_t id, IdBlockPool& pool) {
+        if (size_ == capacity_) grow(size_ + 1, pool);
         data()[size_++] = id;
     }
-    void append(std::span<const std::uint32_t> ids) {
+    void append(std::span<const std::uint32_t> ids, IdBlockPool& pool) {
         if (ids.empty()) return;
-        if (size_ + ids.size() > capacity_) grow(size_ + static_cast<std::uint32_t>(ids.size()));
+        if (size_ + ids.size() > capacity_) grow(size_ + static_cast<std::uint32_t>(ids.size()), pool);
         std::memcpy(data() + size_, ids.data(), ids.size() * sizeof(std::uint32_t));
         size_ += static_cast<std::uint32_t>(ids.size());
     }
@@ -33,9 +63,9 @@ public:
         std::uint32_t* d = data();
         size_ = static_cast<std::uint32_t>(std::remove_if(d, d + size_, [&](std::uint32_t id) { return !keep(id); }) - d);
     }
-    // Frees the heap block (if any) and empties the list.
-    void release() {
-        if (capacity_ > kInline) delete[] heap_;
+    // Returns the block (if any) to the pool and empties the list.
+    void release(IdBlockPool& pool) {
+        if (capacity_ > kInline) pool.give(heap_, std::countr_zero(capacity_));
         size_ = 0;
         capacity_ = kInline;
     }
@@ -44,11 +74,11 @@ private:
     static constexpr std::uint32_t kInline = 2;
     std::uint32_t* data() { return capacity_ > kInline ? heap_ : inline_; }
     const std::uint32_t* data() const { return capacity_ > kInline ? heap_ : inline_; }
-    void grow(std::uint32_t needed) {
-        std::uint32_t capacity = std::max({needed, capacity_ * 2, std::uint32_t{8}});
-        auto* block = new std::uint32_t[capacity];
+    void grow(std::uint32_t needed, IdBlockPool& pool) {
+        std::uint32_t capacity = std::bit_ceil(std::max(needed, std::uint32_t{8}));
+        std::uint32_t* block = pool.take(std::countr_zero(capacity));
         std::memcpy(block, data(), size_ * sizeof(std::uint32_t));
-        if (capacity_ > kInline) delete[] heap_;
+        if (capacity_ > kInline) pool.give(heap_, std::countr_zero(capacity_));
         heap_ = block;
         capacity_ = capacity;
     }

@@ -39,7 +39,7 @@ struct Match {
 
     ClassId var(int i) const { return vars[static_cast<std::size_t>(i)]; }
     ENodeId node(int i) const { return nodes[static_cast<std::size_t>(i)]; }
-    ClassId root(const EGraph& g) const { return g.class_of(nodes[0]); }
+    ClassId root(const EGraph& g) const { return g.live_class(nodes[0]); }
 };
 
 template <typename P>
@@ -84,8 +84,9 @@ struct Matcher<AnyArity<Op>, First, Bound> {
     }
 };
 
-// Classes reached during a search are canonical (nothing merges while
-// matching), so a bound variable compares by id.
+// Matching runs on a clean e-graph (EGraph::clean()): every live e-node's
+// children are canonical then, so children and bound variables compare by id
+// without find().
 template <int I, int First, std::uint32_t Bound>
 struct Matcher<Var<I>, First, Bound> {
     template <typename K>
@@ -128,6 +129,13 @@ struct Matcher<Pat<Op, C...>, First, Bound> {
         return out;
     }
 
+    // Child i of e-node id, whose arity is checked already: a narrow node's
+    // children are inline.
+    static ClassId child(const EGraph& g, ENodeId id, std::size_t i) {
+        if constexpr (arity <= kInlineChildren) return g.node(id).inline_children[i];
+        else return g.children(id)[i];
+    }
+
     template <typename K>
     static void at_node(const EGraph& g, ENodeId id, Match& m, K&& k) {
         const ENode& n = g.node(id);
@@ -153,7 +161,7 @@ struct Matcher<Pat<Op, C...>, First, Bound> {
         } else {
             using Child = std::tuple_element_t<I, std::tuple<C...>>;
             constexpr int first = offsets()[I];
-            ClassId c = g.find(g.children(id)[I]);
+            ClassId c = child(g, id, I);
             Matcher<Child, first, bound_before()[I]>::in_class(g, c, m, [&](Match& mm) { children<I + 1, Skip>(g, id, mm, k); });
         }
     }
@@ -170,16 +178,23 @@ struct RootOp<AnyArity<Op>> {
     static constexpr Symbol value = Op;
 };
 
+// Patterns fit a Match, and the e-graph is rebuilt (see Matcher<Var>).
+template <typename P>
+void require_searchable(const EGraph& g) {
+    static_assert(PatternSize<P>::nodes <= kMaxPatternNodes && PatternSize<P>::vars <= kMaxVars, "pattern too large");
+    check(g.clean(), "egraph matching", "the e-graph has merges pending: call rebuild() before matching");
+}
+
 // Calls k(match) for every match of P in the e-graph.
 template <typename P, typename K>
 void for_each_match(const EGraph& g, K&& k) {
-    static_assert(PatternSize<P>::nodes <= kMaxPatternNodes && PatternSize<P>::vars <= kMaxVars, "pattern too large");
+    require_searchable<P>(g);
     Match m;
     for (ENodeId id : g.nodes_with_op(RootOp<P>::value)) Matcher<P, 0, 0>::at_node(g, id, m, k);
 }
 
 // Delta matching. A match is fresh when one of its e-nodes is in a fresh set
-// (Stamped, StampedOrAbove below). Each fresh match is found exactly once,
+// (FreshByOp, StampedOrAbove below). Each fresh match is found exactly once,
 // from its first fresh pattern node (in pre-order): that node is a seed, taken
 // from the fresh set; the seed's subtree is matched downwards as usual, then
 // the match climbs to the root through the parent lists of the classes on
@@ -211,10 +226,10 @@ struct Climb<InParent<Pat<Op, C...>, ParentFirst, Slot, Up>, Bound> {
     static void from(const EGraph& g, ClassId c, Match& m, K&& k) {
         for (ENodeId p : g.class_parents(c)) {
             const ENode& n = g.node(p);
-            if (n.op != Op || n.arity != sizeof...(C) || !g.alive(p) || g.find(g.children(p)[Slot]) != c) continue;
+            if (n.op != Op || n.arity != sizeof...(C) || !g.alive(p) || Parent::child(g, p, Slot) != c) continue;
             m.nodes[ParentFirst] = p;
             Parent::template children<0, Slot>(g, p, m, [&](Match& mm) {
-                Climb<Up, Bound | PatternSize<Pat<Op, C...>>::var_mask>::from(g, g.class_of(p), mm, k);
+                Climb<Up, Bound | PatternSize<Pat<Op, C...>>::var_mask>::from(g, g.live_class(p), mm, k);
             });
         }
     }
@@ -233,10 +248,9 @@ void seed_at(const EGraph& g, const Fresh& fresh, Match& m, K&& k) {
             if (fresh.contains(j == 0, mm.nodes[static_cast<std::size_t>(j)])) return;
         k(mm);
     };
-    fresh.for_each(First == 0, [&](ENodeId id) {
-        if (g.node(id).op != RootOp<P>::value) return;
+    fresh.for_each(First == 0, RootOp<P>::value, [&](ENodeId id) {
         Matcher<P, First, 0>::at_node(g, id, m, [&](Match& mm) {
-            Climb<Where, PatternSize<P>::var_mask>::from(g, g.class_of(id), mm, first_fresh_here);
+            Climb<Where, PatternSize<P>::var_mask>::from(g, g.live_class(id), mm, first_fresh_here);
         });
     });
 }
@@ -267,14 +281,43 @@ private:
     }
 };
 
-// Fresh e-nodes: those changed at or after an epoch (EGraph::fresh_since);
-// at_root says whether the node is the pattern's root.
-struct Stamped {
-    const EGraph& g;
-    std::uint32_t since;
+// Fresh e-nodes: those changed at or after an epoch (EGraph::fresh_since),
+// by op, for the pattern's root (at_root) and for the nodes below it. Built
+// once per iteration from the change log and shared by every rule searched
+// since the same epoch: each seed position then visits only its own op's
+// nodes instead of walking the whole log.
+class FreshByOp {
+public:
+    FreshByOp() = default;
+    FreshByOp(const EGraph& g, std::uint32_t since) { build(g, since); }
+    void build(const EGraph& g, std::uint32_t since) {
+        g_ = &g;
+        since_ = since;
+        for (auto& ids : at_root_) ids.clear();
+        for (auto& ids : below_) ids.clear();
+        g.for_each_fresh_since(since, false, [&](ENodeId id) {
+            Symbol op = g.node(id).op;
+            if (op >= below_.size()) {
+                below_.resize(op + 1u);
+                at_root_.resize(op + 1u);
+            }
+            below_[op].push_back(id);
+            if (g.fresh_since(id, since, true)) at_root_[op].push_back(id);
+        });
+    }
+    std::uint32_t since() const { return since_; }
     template <typename F>
-    void for_each(bool at_root, F&& f) const { g.for_each_fresh_since(since, at_root, f); }
-    bool contains(bool at_root, ENodeId id) const { return g.fresh_since(id, since, at_root); }
+    void for_each(bool at_root, Symbol op, F&& f) const {
+        const auto& by_op = at_root ? at_root_ : below_;
+        if (op < by_op.size())
+            for (ENodeId id : by_op[op]) f(id);
+    }
+    bool contains(bool at_root, ENodeId id) const { return g_->fresh_since(id, since_, at_root); }
+
+private:
+    const EGraph* g_ = nullptr;
+    std::uint32_t since_ = 0;
+    std::vector<std::vector<ENodeId>> at_root_, below_;
 };
 
 // Fresh e-nodes: those stamped or moved at or after an epoch, and the parents
@@ -282,7 +325,7 @@ struct Stamped {
 // at any position in the pattern.
 class StampedOrAbove {
 public:
-    StampedOrAbove(const EGraph& g, std::uint32_t since) : marked_(g.total_nodes(), false) {
+    StampedOrAbove(const EGraph& g, std::uint32_t since) : g_(g), marked_(g.total_nodes(), false) {
         auto mark = [&](ENodeId id) {
             if (marked_[id]) return;
             marked_[id] = true;
@@ -294,32 +337,39 @@ public:
         });
     }
     template <typename F>
-    void for_each(bool, F&& f) const {
-        for (ENodeId id : nodes_) f(id);
+    void for_each(bool, Symbol op, F&& f) const {
+        for (ENodeId id : nodes_)
+            if (g_.node(id).op == op) f(id);
     }
     bool contains(bool, ENodeId id) const { return marked_[id]; }
 
 private:
+    const EGraph& g_;
     std::vector<bool> marked_;
     std::vector<ENodeId> nodes_;
 };
 
 }  // namespace delta
 
-// Calls k(match) for every match of P with an e-node stamped at or after
-// `since`, each once.
+// Calls k(match) for every match of P with an e-node fresh since the index's
+// epoch, each once.
+template <typename P, typename K>
+void for_each_fresh_match(const EGraph& g, const delta::FreshByOp& fresh, K&& k) {
+    require_searchable<P>(g);
+    Match m;
+    delta::Seeds<P, 0, delta::AtRoot>::run(g, fresh, m, k);
+}
+// The same for the e-nodes changed at or after epoch `since`.
 template <typename P, typename K>
 void for_each_fresh_match(const EGraph& g, std::uint32_t since, K&& k) {
-    static_assert(PatternSize<P>::nodes <= kMaxPatternNodes && PatternSize<P>::vars <= kMaxVars, "pattern too large");
-    Match m;
-    delta::Seeds<P, 0, delta::AtRoot>::run(g, delta::Stamped{g, since}, m, k);
+    for_each_fresh_match<P>(g, delta::FreshByOp(g, since), k);
 }
 
 // The same, also counting as fresh every match with an e-node whose child
 // class holds an e-node stamped since: for rules that read those classes.
 template <typename P, typename K>
 void for_each_match_with_fresh_children(const EGraph& g, std::uint32_t since, K&& k) {
-    static_assert(PatternSize<P>::nodes <= kMaxPatternNodes && PatternSize<P>::vars <= kMaxVars, "pattern too large");
+    require_searchable<P>(g);
     Match m;
     delta::Seeds<P, 0, delta::AtRoot>::run(g, delta::StampedOrAbove(g, since), m, k);
 }

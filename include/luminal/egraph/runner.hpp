@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -82,29 +83,70 @@ struct RuleState {
     std::uint32_t searched_at = 0;  // the epoch of this iteration's search
     bool complete = false;          // this iteration's search was neither banned nor cut off
     // This iteration's matches, packed to the pattern's own variables and
-    // nodes: a search can hold a million of them.
+    // nodes: a search can hold a million of them. Fixed-size chunks, kept
+    // from one iteration to the next, so a growing search never copies the
+    // matches it holds.
     using Packed = std::array<std::uint32_t, kVars + kNodes>;
-    std::vector<Packed> packed;
+    static constexpr std::size_t kChunk = 1024;  // small enough that malloc does not mmap a chunk
+    std::vector<std::unique_ptr<Packed[]>> chunks;
+    std::size_t full_chunks = 0;  // chunks before the one being filled
+    Packed* next = nullptr;       // the next free entry of that chunk
+    Packed* chunk_end = nullptr;
 
-    std::size_t size() const { return packed.size(); }
+    std::size_t size() const {
+        if (next == nullptr) return 0;
+        return full_chunks * kChunk + static_cast<std::size_t>(kChunk - (chunk_end - next));
+    }
+    void clear() {
+        full_chunks = 0;
+        next = chunk_end = nullptr;
+    }
     // Plain loops: std::copy_n of a few words became a memcpy call per match.
     void push(const Match& m) {
-        Packed& p = packed.emplace_back();
+        if (next == chunk_end) start_chunk();
+        Packed& p = *next++;
         for (std::size_t v = 0; v < kVars; ++v) p[v] = m.vars[v];
         for (std::size_t n = 0; n < kNodes; ++n) p[kVars + n] = m.nodes[n];
     }
+    [[gnu::noinline]] void start_chunk() {
+        if (next != nullptr) ++full_chunks;
+        if (full_chunks == chunks.size()) chunks.push_back(std::make_unique_for_overwrite<Packed[]>(kChunk));
+        next = chunks[full_chunks].get();
+        chunk_end = next + kChunk;
+    }
     Match at(std::size_t i) const {
+        const Packed& p = chunks[i / kChunk][i % kChunk];
         Match m;
-        for (std::size_t v = 0; v < kVars; ++v) m.vars[v] = packed[i][v];
-        for (std::size_t n = 0; n < kNodes; ++n) m.nodes[n] = packed[i][kVars + n];
+        for (std::size_t v = 0; v < kVars; ++v) m.vars[v] = p[v];
+        for (std::size_t n = 0; n < kNodes; ++n) m.nodes[n] = p[kVars + n];
         return m;
     }
 };
 
 // Returns false when the rule is banned this iteration (its matches are not applied).
+// The fresh-node index of this iteration's searches: rules searched since the
+// same epoch (all of them, unless bans split them) share one.
+class FreshIndexCache {
+public:
+    const delta::FreshByOp& since(const EGraph& g, std::uint32_t since) {
+        if (!built_ || built_at_ != g.epoch() || index_.since() != since) {
+            index_.build(g, since);
+            built_ = true;
+            built_at_ = g.epoch();
+        }
+        return index_;
+    }
+
+private:
+    delta::FreshByOp index_;
+    bool built_ = false;
+    std::uint32_t built_at_ = 0;
+};
+
 template <typename R>
-bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, RuleState<R>& state, RuleReport& report) {
-    state.packed.clear();
+bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, FreshIndexCache& fresh, RuleState<R>& state,
+                 RuleReport& report) {
+    state.clear();
     state.complete = false;
     if (state.banned_until > iteration) return false;
     state.searched_at = g.epoch();
@@ -120,11 +162,11 @@ bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, R
     using Pattern = typename R::pattern;
     if (state.seen_before == 0) for_each_match<Pattern>(g, keep);
     else if constexpr (reads_child_classes<R>()) for_each_match_with_fresh_children<Pattern>(g, state.seen_before, keep);
-    else for_each_fresh_match<Pattern>(g, state.seen_before, keep);
+    else for_each_fresh_match<Pattern>(g, fresh.since(g, state.seen_before), keep);
     if (overflow) {
         state.banned_until = iteration + (limits.ban_length << report.times_banned);
         ++report.times_banned;
-        state.packed.clear();
+        state.clear();
     }
     state.complete = !overflow;
     report.matches += state.size();
@@ -136,7 +178,6 @@ void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run
                 RuleReport& report) {
     const std::size_t count = state.size();
     const std::size_t nodes_before = g.total_nodes();
-    auto changes = [&] { return g.total_nodes() + g.merges(); };  // grows with every node added and every merge
     for (std::size_t i = 0; i < count; ++i) {
         // Limits are checked every 256 matches, so a run may pass the node
         // limit by what that many matches add: checking per match cost ~9%
@@ -147,9 +188,9 @@ void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run
         }
         Match m = state.at(i);
         if (!rule_guard<R>(g, ctx, m)) continue;
-        std::uint64_t before = changes();
+        std::uint64_t before = g.changes();
         R::apply(g, ctx, m);
-        report.applications += changes() != before;
+        report.applications += g.changes() != before;
     }
     report.nodes_added += g.total_nodes() - nodes_before;
     if (state.complete) state.seen_before = state.searched_at;
@@ -178,6 +219,7 @@ RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits 
     RunReport report;
     report.rules = {RuleReport{Rules::name}...};
     std::tuple<detail::RuleState<Rules>...> states;
+    detail::FreshIndexCache fresh;
     using Rule = std::tuple<Rules...>;
     constexpr auto each_rule = std::index_sequence_for<Rules...>{};
     g.rebuild();
@@ -187,20 +229,19 @@ RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits 
             break;
         }
         std::size_t it = report.iterations++;
-        std::size_t nodes_before = g.total_nodes();
-        std::uint64_t merges_before = g.merges();
+        std::uint64_t changes_before = g.changes();
         g.next_epoch();
         bool all_searched = true;
         detail::timed_per_rule(report.rules, &RuleReport::search_seconds, [&](auto i) {
             using R = std::tuple_element_t<i, Rule>;
-            all_searched &= detail::search_rule<R>(g, limits, it, std::get<i>(states), report.rules[i]);
+            all_searched &= detail::search_rule<R>(g, limits, it, fresh, std::get<i>(states), report.rules[i]);
         }, each_rule);
         detail::timed_per_rule(report.rules, &RuleReport::apply_seconds, [&](auto i) {
             using R = std::tuple_element_t<i, Rule>;
             detail::apply_rule<R, Ctx>(g, ctx, limits, start, std::get<i>(states), report.rules[i]);
         }, each_rule);
         g.rebuild();
-        bool changed = g.total_nodes() != nodes_before || g.merges() != merges_before;
+        bool changed = g.changes() != changes_before;
         if (g.num_nodes() > limits.nodes) {
             report.stop = StopReason::NodeLimit;
             break;
