@@ -71,7 +71,7 @@ public:
         Key key = narrow_key(op, attr, children, kids);
         std::size_t slot = probe(key);
         if (Slot& s = slots_[slot]; s.node != kNoNode) return s.cls = find(s.cls);  // later hits skip the walk
-        return insert(slot, op, attr, {kids, children.size()});
+        return insert(slot, key.head, key.kids, {kids, children.size()});
     }
     [[gnu::always_inline]] ClassId add(Symbol op, AttrId attr, std::initializer_list<ClassId> children) {
         return add(op, attr, std::span<const ClassId>(children.begin(), children.size()));
@@ -248,9 +248,8 @@ private:
         for (std::size_t i = home(hash_of(key));; i = (i + 1) & mask)
             if (slots_[i].node == kNoNode || holds(slots_[i], key)) return i;
     }
-    void occupy(std::size_t slot, ENodeId id, ClassId c) {
-        Key key = key_of(id);
-        slots_[slot] = Slot{key.head, key.kids, id, c};
+    void occupy(std::size_t slot, std::uint64_t head, std::uint64_t kids, ENodeId id, ClassId c) {
+        slots_[slot] = Slot{head, kids, id, c};
         if (++slots_used_ * 2 > slots_.size()) grow();
     }
     void grow() {
@@ -299,17 +298,20 @@ private:
         Key key = key_from(op, attr, scratch_);
         std::size_t slot = probe(key);
         if (Slot& s = slots_[slot]; s.node != kNoNode) return s.cls = find(s.cls);
-        return insert(slot, op, attr, scratch_);
+        return insert(slot, key.head, key.kids, scratch_);
     }
-    // A new node in a new class, at the given empty slot.
-    [[gnu::noinline]] ClassId insert(std::size_t slot, Symbol op, AttrId attr, std::span<const ClassId> canonical) {
-        ENodeId id = push_node(op, attr, canonical);
+    // A new node in a new class, at the given empty slot; head and kids are
+    // its key's words (passed by value: they stay in registers in add()).
+    [[gnu::noinline]] ClassId insert(std::size_t slot, std::uint64_t head, std::uint64_t kids,
+                                     std::span<const ClassId> canonical) {
+        const auto op = static_cast<Symbol>(head & 0xFFFF);
+        ENodeId id = push_node(op, static_cast<AttrId>(head >> 32), canonical);
         ClassId c = static_cast<ClassId>(parent_.size());
         parent_.push_back(c);
         classes_.emplace_back().nodes.push_back(id, id_blocks_);
         info_.push_back({c, epoch_, 0, true});
         changed_.push_back(id);
-        occupy(slot, id, c);
+        occupy(slot, head, kids, id, c);
         // Once per distinct child class, so delta matching never climbs through a node twice.
         for (std::size_t i = 0; i < canonical.size(); ++i)
             if (std::find(canonical.begin(), canonical.begin() + i, canonical[i]) == canonical.begin() + i)
@@ -398,7 +400,7 @@ private:
                 --live_nodes_;
                 merge(slots_[slot].cls, info_[p].cls);
             } else {
-                occupy(slot, p, info_[p].cls);
+                occupy(slot, key.head, key.kids, p, info_[p].cls);
                 stamp(p);
             }
         }
