@@ -83,6 +83,28 @@ TEST_CASE("union-find merges and finds roots") {
     CHECK(g.class_nodes(v[2]).size() == 4);
 }
 
+TEST_CASE("a live e-node's class stays canonical through merges and rebuilds") {
+    // live_class() skips find(); merges must keep it equal to class_of().
+    EGraph g;
+    std::vector<ClassId> leaves;
+    for (int i = 0; i < 8; ++i) leaves.push_back(var(g, static_cast<AttrId>(i)));
+    for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j) add(g, leaves[static_cast<std::size_t>(i)], leaves[static_cast<std::size_t>(j)]);
+    auto agree = [&] {
+        for (ENodeId n = 0; n < g.total_nodes(); ++n)
+            if (g.alive(n) && g.live_class(n) != g.class_of(n)) return false;
+        return true;
+    };
+    g.merge(leaves[0], leaves[1]);
+    g.merge(leaves[2], leaves[3]);
+    CHECK(agree());  // before rebuild
+    g.merge(leaves[1], leaves[3]);
+    g.rebuild();     // congruence merges sums of the merged leaves too
+    CHECK(agree());
+    CHECK(g.live_class(0) == g.find(leaves[2]));
+    CHECK(g.num_nodes() == 8 + 5 * 5);  // leaves, then sums over {a|b|c|d}, e, f, g, h
+}
+
 TEST_CASE("rebuild restores congruence") {
     EGraph g;
     ClassId a = var(g, 0), b = var(g, 1), one = num(g, 1);

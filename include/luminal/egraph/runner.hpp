@@ -123,7 +123,6 @@ struct RuleState {
     }
 };
 
-// Returns false when the rule is banned this iteration (its matches are not applied).
 // The fresh-node index of this iteration's searches: rules searched since the
 // same epoch (all of them, unless bans split them) share one.
 class FreshIndexCache {
@@ -143,6 +142,7 @@ private:
     std::uint32_t built_at_ = 0;
 };
 
+// Returns false when the rule is banned this iteration (its matches are not applied).
 template <typename R>
 bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, FreshIndexCache& fresh, RuleState<R>& state,
                  RuleReport& report) {
