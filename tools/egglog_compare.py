@@ -12,7 +12,7 @@ if any fixpoint size differs (or a side fails to saturate).
     pip install egglog
     cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release
     cmake --build build/release --target bench_egraph_arith
-    python3 tools/egglog_compare.py [--driver PATH] [--reps N] [--only NAME] [--build]
+    python3 tools/egglog_compare.py [--driver PATH] [--rounds R] [--reps N] [--only NAME] [--build]
 
 Rules (written once per side, matched one to one):
     add-commutes    (Add a b)         -> (Add b a)
@@ -41,11 +41,15 @@ How sizes are counted (like with like: the sort Math, after rebuilding):
            Math e-class has at least one constructor row).
 
 Timing: each rep builds a fresh e-graph and the input term, untimed, then
-times saturation alone, the same number of reps on both sides; the median is
-reported. The sides alternate workload by workload (the driver's reps of one
-workload, then egglog's), so a burst of load on a shared machine falls on both
-within seconds; the driver saturates once untimed before its timed reps, as
-egglog's process is warm. luminal: steady_clock around saturate() in the driver; by default
+times saturation alone. A workload is measured in rounds; in each round the
+driver runs N reps, then egglog runs N reps, and the round's ratio is egglog's
+fastest rep over luminal's fastest. The table shows the median over rounds of
+those ratios and of each side's fastest rep. Pairing reps that ran seconds
+apart, and taking the fastest of a few, keeps bursts of load on a shared
+machine from landing on one side only (a ratio of medians taken minutes apart
+swung by 2x between runs on a noisy 2-core VM). The driver saturates once
+untimed before its timed reps, as egglog's process is warm. luminal:
+steady_clock around saturate() in the driver; by default
 its backoff scheduler is off (egglog's saturate has none), so both run every
 rule every iteration until nothing changes. egglog: time.perf_counter()
 around EGraph.run_program(<pre-parsed (run-schedule (saturate (run R)))>), so
@@ -180,7 +184,8 @@ def build_driver(driver: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--driver", type=Path, default=DEFAULT_DRIVER, help=f"C++ driver (default {DEFAULT_DRIVER})")
-    ap.add_argument("--reps", type=int, default=5, help="reps per workload and side (median reported)")
+    ap.add_argument("--rounds", type=int, default=7, help="rounds per workload (median over rounds reported)")
+    ap.add_argument("--reps", type=int, default=3, help="reps per round and side (the fastest counts)")
     ap.add_argument("--only", default="", help="one workload, e.g. ac_sum or ac_sum8 or classic_poly1")
     ap.add_argument("--build", action="store_true", help="configure and build the driver if it is missing")
     ap.add_argument("--target", type=float, default=10.0, help="speed-up to flag (egglog/luminal), default 10")
@@ -214,18 +219,25 @@ def main() -> int:
 
     header = (f"{'workload':<16} {'classes lum/egg':>17} {'nodes lum/egg':>17} {'iters':>7} "
               f"{'luminal ms':>11} {'egglog ms':>10} {'egglog cpu':>10} {'egg/lum':>8}")
-    print(f"median of {args.reps} reps per side; time = saturation only; luminal scheduler: "
-          f"{'backoff (default Limits)' if args.backoff else 'none (every rule, every iteration)'}")
+    print(f"median over {args.rounds} rounds of the fastest of {args.reps} reps per side; time = saturation only; "
+          f"luminal scheduler: {'backoff (default Limits)' if args.backoff else 'none (every rule, every iteration)'}")
     print(header)
     print("-" * len(header))
     slow = []
     for row in rows:
         label = row["workload"] + (str(row["n"]) if row["n"] else "")
-        own = [r for r in run_driver(label, args.reps)[0] if r["term"] == row["term"]]
-        row["median_ms"] = own[0]["median_ms"] if own else float("nan")
-        egg = run_egglog(row["rules"], row["term"], args.reps)
+        lum_ms, egg_ms, ratios, cpu_ms = [], [], [], []
+        for _ in range(args.rounds):
+            own = [r for r in run_driver(label, args.reps)[0] if r["term"] == row["term"]]
+            egg = run_egglog(row["rules"], row["term"], args.reps)
+            lum_ms.append(own[0]["min_ms"] if own else float("nan"))
+            egg_ms.append(egg["min_ms"])
+            cpu_ms.append(egg["cpu_ms"])
+            ratios.append(egg["min_ms"] / lum_ms[-1] if lum_ms[-1] > 0 else float("inf"))
+        row["median_ms"] = statistics.median(lum_ms)
+        egg["median_ms"], egg["cpu_ms"] = statistics.median(egg_ms), statistics.median(cpu_ms)
         same = row["classes"] == egg["classes"] and row["nodes"] == egg["nodes"]
-        ratio = egg["median_ms"] / row["median_ms"] if row["median_ms"] > 0 else float("inf")
+        ratio = statistics.median(ratios)
         mark = "" if same else "  FIXPOINT MISMATCH"
         if row["stop"] != "saturated":
             mark += f"  luminal stopped: {row['stop']}"
@@ -239,7 +251,7 @@ def main() -> int:
         if not same or row["stop"] != "saturated":
             status = 1
     for rules in sorted({row["rules"] for row in rows}):
-        fixed = run_egglog(rules, "(Num 0)", args.reps)
+        fixed = run_egglog(rules, "(Num 0)", args.rounds * args.reps)
         print(f"egglog fixed cost per run ({rules} rules, term (Num 0)): {fixed['median_ms']:.3f} ms")
     if slow:
         print(f"below the {args.target:g}x target: {', '.join(slow)}")
