@@ -185,7 +185,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--driver", type=Path, default=DEFAULT_DRIVER, help=f"C++ driver (default {DEFAULT_DRIVER})")
     ap.add_argument("--rounds", type=int, default=7, help="rounds per workload (median over rounds reported)")
-    ap.add_argument("--reps", type=int, default=3, help="reps per round and side (the fastest counts)")
+    ap.add_argument("--reps", type=int, default=5, help="reps per round and side (the fastest counts)")
     ap.add_argument("--only", default="", help="one workload, e.g. ac_sum or ac_sum8 or classic_poly1")
     ap.add_argument("--build", action="store_true", help="configure and build the driver if it is missing")
     ap.add_argument("--target", type=float, default=10.0, help="speed-up to flag (egglog/luminal), default 10")
