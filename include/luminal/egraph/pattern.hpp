@@ -282,10 +282,10 @@ private:
 };
 
 // Fresh e-nodes: those changed at or after an epoch (EGraph::fresh_since),
-// by op, for the pattern's root (at_root) and for the nodes below it. Built
-// once per iteration from the change log and shared by every rule searched
-// since the same epoch: each seed position then visits only its own op's
-// nodes instead of walking the whole log.
+// by op; at the pattern's root only stamped ones count. Built once per
+// iteration from the change log and shared by every rule searched since the
+// same epoch: each seed position then visits only its own op's nodes instead
+// of walking the whole log.
 class FreshByOp {
 public:
     FreshByOp() = default;
@@ -293,31 +293,26 @@ public:
     void build(const EGraph& g, std::uint32_t since) {
         g_ = &g;
         since_ = since;
-        for (auto& ids : at_root_) ids.clear();
-        for (auto& ids : below_) ids.clear();
+        for (auto& ids : by_op_) ids.clear();
         g.for_each_fresh_since(since, false, [&](ENodeId id) {
             Symbol op = g.node(id).op;
-            if (op >= below_.size()) {
-                below_.resize(op + 1u);
-                at_root_.resize(op + 1u);
-            }
-            below_[op].push_back(id);
-            if (g.fresh_since(id, since, true)) at_root_[op].push_back(id);
+            if (op >= by_op_.size()) by_op_.resize(op + 1u);
+            by_op_[op].push_back(id);
         });
     }
     std::uint32_t since() const { return since_; }
     template <typename F>
     void for_each(bool at_root, Symbol op, F&& f) const {
-        const auto& by_op = at_root ? at_root_ : below_;
-        if (op < by_op.size())
-            for (ENodeId id : by_op[op]) f(id);
+        if (op >= by_op_.size()) return;
+        for (ENodeId id : by_op_[op])
+            if (!at_root || contains(true, id)) f(id);
     }
     bool contains(bool at_root, ENodeId id) const { return g_->fresh_since(id, since_, at_root); }
 
 private:
     const EGraph* g_ = nullptr;
     std::uint32_t since_ = 0;
-    std::vector<std::vector<ENodeId>> at_root_, below_;
+    std::vector<std::vector<ENodeId>> by_op_;  // fresh below the root; those also fresh at it are filtered
 };
 
 // Fresh e-nodes: those stamped or moved at or after an epoch, and the parents
