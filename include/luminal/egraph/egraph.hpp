@@ -46,8 +46,7 @@ public:
     EGraph() {
         // Room for a small graph up front: growing each per-node vector from
         // one element cost small saturations a dozen reallocations apiece.
-        nodes_.reserve(kInitialNodes);
-        info_.reserve(kInitialNodes);
+        records_.reserve(kInitialNodes);
         changed_.reserve(kInitialNodes);
         parent_.reserve(kInitialNodes);
         classes_.reserve(kInitialNodes);
@@ -113,17 +112,17 @@ public:
     }
     bool clean() const { return pending_.empty(); }
 
-    const ENode& node(ENodeId id) const { return nodes_[id]; }
+    const ENode& node(ENodeId id) const { return records_[id].node; }
     std::span<const ClassId> children(ENodeId id) const {
-        const ENode& n = nodes_[id];
+        const ENode& n = records_[id].node;
         if (n.arity <= kInlineChildren) return {n.inline_children, n.arity};
         return {arena_.data() + n.first_child, n.arity};
     }
-    ClassId class_of(ENodeId id) const { return find(info_[id].cls); }
+    ClassId class_of(ENodeId id) const { return find(records_[id].info.cls); }
     // The same for a live e-node, without find(): a merge updates the class
     // of every live node it moves (dead ones leave their class's list).
-    ClassId live_class(ENodeId id) const { return info_[id].cls; }
-    bool alive(ENodeId id) const { return info_[id].alive; }
+    ClassId live_class(ENodeId id) const { return records_[id].info.cls; }
+    bool alive(ENodeId id) const { return records_[id].info.alive; }
     // The e-nodes of a canonical class (may include nodes made redundant by a
     // merge that rebuild() has not seen yet; skip those with alive()).
     std::span<const ENodeId> class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
@@ -137,7 +136,7 @@ public:
     }
 
     std::size_t num_nodes() const { return live_nodes_; }
-    std::size_t total_nodes() const { return nodes_.size(); }
+    std::size_t total_nodes() const { return records_.size(); }
     std::size_t num_classes() const {
         std::size_t n = 0;
         for (ClassId c = 0; c < parent_.size(); ++c) n += parent_[c] == c;
@@ -163,7 +162,7 @@ public:
     // Whether e-node id changed at or after epoch `since`, for a match that
     // has it at the pattern's root (at_root) or below.
     bool fresh_since(ENodeId id, std::uint32_t since, bool at_root) const {
-        return info_[id].stamp >= since || (!at_root && info_[id].moved >= since);
+        return records_[id].info.stamp >= since || (!at_root && records_[id].info.moved >= since);
     }
     // Calls f(id) once for every e-node fresh_since(id, since, at_root).
     template <typename F>
@@ -174,7 +173,7 @@ public:
             std::size_t end = e < epoch_ ? epoch_begins_[e + 1] : changed_.size();
             for (std::size_t i = epoch_begins_[e]; i < end; ++i) {
                 ENodeId id = changed_[i];
-                if (std::max(info_[id].stamp, info_[id].moved) == e && fresh_since(id, since, at_root)) f(id);
+                if (std::max(records_[id].info.stamp, records_[id].info.moved) == e && fresh_since(id, since, at_root)) f(id);
             }
         }
     }
@@ -200,7 +199,7 @@ private:
         return {head_of(op, kids.size(), attr), pair_of(kids.size() > 0 ? kids[0] : 0, kids.size() > 1 ? kids[1] : 0),
                 kids.size() > kInlineChildren ? kids.subspan(kInlineChildren) : std::span<const ClassId>{}};
     }
-    Key key_of(ENodeId id) const { return key_from(nodes_[id].op, nodes_[id].attr, children(id)); }
+    Key key_of(ENodeId id) const { return key_from(records_[id].node.op, records_[id].node.attr, children(id)); }
     // The key of a node with at most kInlineChildren children, which are
     // canonicalised into kids.
     Key narrow_key(Symbol op, AttrId attr, std::span<const ClassId> children, ClassId (&kids)[kInlineChildren]) const {
@@ -252,10 +251,16 @@ private:
         slots_[slot] = Slot{head, kids, id, c};
         if (++slots_used_ * 2 > slots_.size()) grow();
     }
+    // A small table grows fourfold: a saturation starts from a few hundred
+    // slots, and each rehash costs a mispredicted branch or two per entry
+    // (about 5% of a mid-sized saturation when growing twofold). Past 2^16
+    // slots the memory matters more, and it doubles.
+    static constexpr int kQuadrupleBelowBits = 16;
     void grow() {
-        SlotTable old(slots_.size() * 2);
+        const int step = slot_bits_ < kQuadrupleBelowBits ? 2 : 1;
+        SlotTable old(slots_.size() << step);
         old.swap(slots_);
-        ++slot_bits_;
+        slot_bits_ += step;
         const std::size_t mask = slots_.size() - 1;
         for (const Slot& s : old) {
             if (s.node == kNoNode) continue;
@@ -305,11 +310,10 @@ private:
     [[gnu::noinline]] ClassId insert(std::size_t slot, std::uint64_t head, std::uint64_t kids,
                                      std::span<const ClassId> canonical) {
         const auto op = static_cast<Symbol>(head & 0xFFFF);
-        ENodeId id = push_node(op, static_cast<AttrId>(head >> 32), canonical);
         ClassId c = static_cast<ClassId>(parent_.size());
+        ENodeId id = push_node(op, static_cast<AttrId>(head >> 32), canonical, c);
         parent_.push_back(c);
         classes_.emplace_back().nodes.push_back(id, id_blocks_);
-        info_.push_back({c, epoch_, 0, true});
         changed_.push_back(id);
         occupy(slot, head, kids, id, c);
         // Once per distinct child class, so delta matching never climbs through a node twice.
@@ -328,7 +332,7 @@ private:
         EClass& into = classes_[a];
         EClass& from = classes_[b];
         for (ENodeId n : from.nodes) {
-            info_[n].cls = a;
+            records_[n].info.cls = a;
             mark_moved(n);
         }
         into.nodes.append(from.nodes, id_blocks_);
@@ -339,7 +343,8 @@ private:
         ++changes_;
     }
 
-    ENodeId push_node(Symbol op, AttrId attr, std::span<const ClassId> children) {
+    // A new live e-node in class c, stamped with the current epoch.
+    ENodeId push_node(Symbol op, AttrId attr, std::span<const ClassId> children, ClassId c) {
         ENode n{op, static_cast<std::uint16_t>(children.size()), attr, {}};
         if (children.size() <= kInlineChildren) {
             for (std::size_t i = 0; i < children.size(); ++i) n.inline_children[i] = children[i];  // std::copy called memmove
@@ -347,11 +352,11 @@ private:
             n.first_child = static_cast<std::uint32_t>(arena_.size());
             arena_.insert(arena_.end(), children.begin(), children.end());
         }
-        nodes_.push_back(n);
-        return static_cast<ENodeId>(nodes_.size() - 1);
+        records_.push_back({n, {c, epoch_, 0, true}});
+        return static_cast<ENodeId>(records_.size() - 1);
     }
     std::span<ClassId> children_mut(ENodeId id) {
-        ENode& n = nodes_[id];
+        ENode& n = records_[id].node;
         if (n.arity <= kInlineChildren) return {n.inline_children, n.arity};
         return {arena_.data() + n.first_child, n.arity};
     }
@@ -370,17 +375,17 @@ private:
     }
 
     void log_change(ENodeId n) {
-        if (info_[n].stamp != epoch_ && info_[n].moved != epoch_) changed_.push_back(n);
+        if (records_[n].info.stamp != epoch_ && records_[n].info.moved != epoch_) changed_.push_back(n);
     }
     void stamp(ENodeId n) {
-        if (info_[n].stamp == epoch_) return;
+        if (records_[n].info.stamp == epoch_) return;
         log_change(n);
-        info_[n].stamp = epoch_;
+        records_[n].info.stamp = epoch_;
     }
     void mark_moved(ENodeId n) {
-        if (info_[n].moved == epoch_) return;
+        if (records_[n].info.moved == epoch_) return;
         log_change(n);
-        info_[n].moved = epoch_;
+        records_[n].info.moved = epoch_;
     }
 
     // Re-canonicalises every parent of class c; parents that become equal merge.
@@ -388,7 +393,7 @@ private:
     void repair(ClassId c) {
         IdList parents = std::exchange(classes_[c].parents, IdList{});
         for (ENodeId p : parents) {
-            if (!info_[p].alive) continue;
+            if (!records_[p].info.alive) continue;
             std::span<ClassId> kids = children_mut(p);
             if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) continue;
             vacate(p);
@@ -396,32 +401,37 @@ private:
             Key key = key_of(p);
             std::size_t slot = probe(key);
             if (slots_[slot].node != kNoNode) {
-                info_[p].alive = false;
+                records_[p].info.alive = false;
                 --live_nodes_;
-                merge(slots_[slot].cls, info_[p].cls);
+                merge(slots_[slot].cls, records_[p].info.cls);
             } else {
-                occupy(slot, key.head, key.kids, p, info_[p].cls);
+                occupy(slot, key.head, key.kids, p, records_[p].info.cls);
                 stamp(p);
             }
         }
-        auto first = first_sighting(node_marks_, nodes_.size());
-        parents.filter([&](ENodeId p) { return info_[p].alive && first(p); });
+        auto first = first_sighting(node_marks_, records_.size());
+        parents.filter([&](ENodeId p) { return records_[p].info.alive && first(p); });
         ClassId root = find(c);
         classes_[root].parents.append(parents, id_blocks_);
         parents.release(id_blocks_);
-        classes_[root].nodes.filter([&](ENodeId n) { return info_[n].alive; });
+        classes_[root].nodes.filter([&](ENodeId n) { return records_[n].info.alive; });
     }
 
-    std::vector<ENode> nodes_;
-    std::vector<ClassId> arena_;
-    // What matching reads of an e-node besides the node itself, in one place.
+    // What matching reads of an e-node besides the node itself.
     struct NodeInfo {
         ClassId cls;          // canonical while the node lives (merges update the absorbed class's nodes)
         std::uint32_t stamp;  // epoch of the last add or re-canonicalisation
         std::uint32_t moved;  // epoch of the last move to another class
         bool alive;
     };
-    std::vector<NodeInfo> info_;
+    // Both in one 32-byte record: matching reads a node and its info
+    // together, and a random visit then touches one cache line, not two.
+    struct NodeRecord {
+        ENode node;
+        NodeInfo info;
+    };
+    std::vector<NodeRecord> records_;
+    std::vector<ClassId> arena_;
     std::vector<ENodeId> changed_;      // nodes in the order they changed, once per epoch
     std::vector<std::size_t> epoch_begins_ = std::vector<std::size_t>(1, 0);  // where each epoch starts in changed_
     std::uint32_t epoch_ = 0;
