@@ -29,6 +29,7 @@ struct Commutes {
     static constexpr std::string_view name = Name;
     using pattern = Pat<Op, luminal::egraph::Var<0>, luminal::egraph::Var<1>>;
     static void apply(EGraph& g, Context&, const Match& m) { g.merge(m.root(g), g.add(Op, 0, {m.var(1), m.var(0)})); }
+    static void prefetch(const EGraph& g, const Match& m) { g.prefetch(Op, 0, {m.var(1), m.var(0)}); }
 };
 // (a + (b + c)) -> ((a + b) + c): reassociation.
 template <Symbol Op, const char* Name>
@@ -39,6 +40,7 @@ struct Associates {
         ClassId ab = g.add(Op, 0, {m.var(0), m.var(1)});
         g.merge(m.root(g), g.add(Op, 0, {ab, m.var(2)}));
     }
+    static void prefetch(const EGraph& g, const Match& m) { g.prefetch(Op, 0, {m.var(0), m.var(1)}); }
 };
 inline constexpr char kAddCommutes[] = "add-commutes", kMulCommutes[] = "mul-commutes";
 inline constexpr char kAddAssociates[] = "add-associates", kMulAssociates[] = "mul-associates";

@@ -76,6 +76,16 @@ public:
         return add(op, attr, std::span<const ClassId>(children.begin(), children.size()));
     }
 
+    // A hint that add(op, attr, children) comes soon: loads its hash-cons
+    // slot into cache. The children are taken as they are (no find()), so a
+    // class merged away since only makes the hint miss.
+    void prefetch(Symbol op, AttrId attr, std::initializer_list<ClassId> children) const {
+        if (children.size() > kInlineChildren) return;
+        ClassId kids[kInlineChildren] = {};
+        std::copy(children.begin(), children.end(), kids);
+        __builtin_prefetch(&slots_[home(hash_of({head_of(op, children.size(), attr), pair_of(kids[0], kids[1]), {}}))]);
+    }
+
     // The class of an e-node equal to (op, attr, children), if one exists.
     std::optional<ClassId> lookup(Symbol op, AttrId attr, std::span<const ClassId> children) const {
         if (children.size() > kInlineChildren) return lookup_wide(op, attr, children);

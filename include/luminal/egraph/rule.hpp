@@ -7,6 +7,7 @@
 //       static bool guard(const EGraph&, Ctx&, const Match&);   // optional
 //       static void apply(EGraph&, Ctx&, const Match&);         // add nodes, merge classes
 //       static constexpr bool reads_child_classes = true;      // optional, see below
+//       static void prefetch(const EGraph&, const Match&);      // optional, see below
 //   };
 //
 // The runner matches semi-naively: a match made only of e-nodes the rule has
@@ -15,6 +16,12 @@
 // e-nodes of its matched nodes' child classes, beyond its pattern, declares
 // reads_child_classes: its match is then also found again whenever one of
 // those child classes gains (or re-canonicalises) an e-node.
+//
+// A rule whose apply() mostly finds e-nodes that exist already may declare
+// prefetch(): the runner calls it a few matches ahead with the match apply()
+// will get then, and it names the first e-node that apply() will add
+// (EGraph::prefetch). That hash-cons slot is then in cache when apply() gets
+// there; on a table larger than the L1 cache the lookup stalls otherwise.
 //
 // Ctx is the language's context (attribute tables and the like). Rule sets
 // concatenate, so a backend's rules join the core rules with concat_t.
@@ -35,6 +42,11 @@ template <typename R, typename Ctx>
 bool rule_guard(const EGraph& g, Ctx& ctx, const Match& m) {
     if constexpr (requires { R::guard(g, ctx, m); }) return R::guard(g, ctx, m);
     else return true;
+}
+
+template <typename R>
+void rule_prefetch(const EGraph& g, const Match& m) {
+    if constexpr (requires { R::prefetch(g, m); }) R::prefetch(g, m);
 }
 
 template <typename R>

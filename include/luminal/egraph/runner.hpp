@@ -173,6 +173,10 @@ bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, F
     return !overflow;
 }
 
+// How many matches ahead rule_prefetch() runs: enough for a slot to arrive
+// from L2 or L3 while apply() handles the matches in between.
+inline constexpr std::size_t kPrefetchDistance = 6;
+
 template <typename R, typename Ctx>
 void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run_start, RuleState<R>& state,
                 RuleReport& report) {
@@ -186,6 +190,7 @@ void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run
             state.complete = false;
             break;
         }
+        if (i + kPrefetchDistance < count) rule_prefetch<R>(g, state.at(i + kPrefetchDistance));
         Match m = state.at(i);
         if (!rule_guard<R>(g, ctx, m)) continue;
         std::uint64_t before = g.changes();
