@@ -48,7 +48,10 @@ those ratios and of each side's fastest rep. Pairing reps that ran seconds
 apart, and taking the fastest of a few, keeps bursts of load on a shared
 machine from landing on one side only (a ratio of medians taken minutes apart
 swung by 2x between runs on a noisy 2-core VM). The driver saturates once
-untimed before its timed reps, as egglog's process is warm. luminal:
+untimed before its timed reps, as egglog's process is warm, and keeps the
+memory it frees in its heap (glibc would return it to the kernel after each
+rep, and the next rep would fault its pages in again; egglog's reps in this
+long-lived Python process reuse theirs). luminal:
 steady_clock around saturate() in the driver; by default
 its backoff scheduler is off (egglog's saturate has none), so both run every
 rule every iteration until nothing changes. egglog: time.perf_counter()
