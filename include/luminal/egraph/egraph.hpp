@@ -124,15 +124,15 @@ public:
 
     const ENode& node(ENodeId id) const { return records_[id].node; }
     std::span<const ClassId> children(ENodeId id) const {
-        const ENode& n = records_[id].node;
+        const ENode& n = node(id);
         if (n.arity <= kInlineChildren) return {n.inline_children, n.arity};
         return {arena_.data() + n.first_child, n.arity};
     }
-    ClassId class_of(ENodeId id) const { return find(records_[id].info.cls); }
+    ClassId class_of(ENodeId id) const { return find(info(id).cls); }
     // The same for a live e-node, without find(): a merge updates the class
     // of every live node it moves (dead ones leave their class's list).
-    ClassId live_class(ENodeId id) const { return records_[id].info.cls; }
-    bool alive(ENodeId id) const { return records_[id].info.alive; }
+    ClassId live_class(ENodeId id) const { return info(id).cls; }
+    bool alive(ENodeId id) const { return info(id).alive; }
     // The e-nodes of a canonical class (may include nodes made redundant by a
     // merge that rebuild() has not seen yet; skip those with alive()).
     std::span<const ENodeId> class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
@@ -172,7 +172,7 @@ public:
     // Whether e-node id changed at or after epoch `since`, for a match that
     // has it at the pattern's root (at_root) or below.
     bool fresh_since(ENodeId id, std::uint32_t since, bool at_root) const {
-        return records_[id].info.stamp >= since || (!at_root && records_[id].info.moved >= since);
+        return info(id).stamp >= since || (!at_root && info(id).moved >= since);
     }
     // Calls f(id) once for every e-node fresh_since(id, since, at_root).
     template <typename F>
@@ -183,7 +183,7 @@ public:
             std::size_t end = e < epoch_ ? epoch_begins_[e + 1] : changed_.size();
             for (std::size_t i = epoch_begins_[e]; i < end; ++i) {
                 ENodeId id = changed_[i];
-                if (std::max(records_[id].info.stamp, records_[id].info.moved) == e && fresh_since(id, since, at_root)) f(id);
+                if (std::max(info(id).stamp, info(id).moved) == e && fresh_since(id, since, at_root)) f(id);
             }
         }
     }
@@ -209,7 +209,7 @@ private:
         return {head_of(op, kids.size(), attr), pair_of(kids.size() > 0 ? kids[0] : 0, kids.size() > 1 ? kids[1] : 0),
                 kids.size() > kInlineChildren ? kids.subspan(kInlineChildren) : std::span<const ClassId>{}};
     }
-    Key key_of(ENodeId id) const { return key_from(records_[id].node.op, records_[id].node.attr, children(id)); }
+    Key key_of(ENodeId id) const { return key_from(node(id).op, node(id).attr, children(id)); }
     // The key of a node with at most kInlineChildren children, which are
     // canonicalised into kids.
     Key narrow_key(Symbol op, AttrId attr, std::span<const ClassId> children, ClassId (&kids)[kInlineChildren]) const {
@@ -342,7 +342,7 @@ private:
         EClass& into = classes_[a];
         EClass& from = classes_[b];
         for (ENodeId n : from.nodes) {
-            records_[n].info.cls = a;
+            info(n).cls = a;
             mark_moved(n);
         }
         into.nodes.append(from.nodes, id_blocks_);
@@ -385,17 +385,17 @@ private:
     }
 
     void log_change(ENodeId n) {
-        if (records_[n].info.stamp != epoch_ && records_[n].info.moved != epoch_) changed_.push_back(n);
+        if (info(n).stamp != epoch_ && info(n).moved != epoch_) changed_.push_back(n);
     }
     void stamp(ENodeId n) {
-        if (records_[n].info.stamp == epoch_) return;
+        if (info(n).stamp == epoch_) return;
         log_change(n);
-        records_[n].info.stamp = epoch_;
+        info(n).stamp = epoch_;
     }
     void mark_moved(ENodeId n) {
-        if (records_[n].info.moved == epoch_) return;
+        if (info(n).moved == epoch_) return;
         log_change(n);
-        records_[n].info.moved = epoch_;
+        info(n).moved = epoch_;
     }
 
     // Re-canonicalises every parent of class c; parents that become equal merge.
@@ -403,7 +403,7 @@ private:
     void repair(ClassId c) {
         IdList parents = std::exchange(classes_[c].parents, IdList{});
         for (ENodeId p : parents) {
-            if (!records_[p].info.alive) continue;
+            if (!info(p).alive) continue;
             std::span<ClassId> kids = children_mut(p);
             if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) continue;
             vacate(p);
@@ -411,20 +411,20 @@ private:
             Key key = key_of(p);
             std::size_t slot = probe(key);
             if (slots_[slot].node != kNoNode) {
-                records_[p].info.alive = false;
+                info(p).alive = false;
                 --live_nodes_;
-                merge(slots_[slot].cls, records_[p].info.cls);
+                merge(slots_[slot].cls, info(p).cls);
             } else {
-                occupy(slot, key.head, key.kids, p, records_[p].info.cls);
+                occupy(slot, key.head, key.kids, p, info(p).cls);
                 stamp(p);
             }
         }
         auto first = first_sighting(node_marks_, records_.size());
-        parents.filter([&](ENodeId p) { return records_[p].info.alive && first(p); });
+        parents.filter([&](ENodeId p) { return info(p).alive && first(p); });
         ClassId root = find(c);
         classes_[root].parents.append(parents, id_blocks_);
         parents.release(id_blocks_);
-        classes_[root].nodes.filter([&](ENodeId n) { return records_[n].info.alive; });
+        classes_[root].nodes.filter([&](ENodeId n) { return info(n).alive; });
     }
 
     // What matching reads of an e-node besides the node itself.
@@ -441,6 +441,8 @@ private:
         NodeInfo info;
     };
     std::vector<NodeRecord> records_;
+    NodeInfo& info(ENodeId id) { return records_[id].info; }
+    const NodeInfo& info(ENodeId id) const { return records_[id].info; }
     std::vector<ClassId> arena_;
     std::vector<ENodeId> changed_;      // nodes in the order they changed, once per epoch
     std::vector<std::size_t> epoch_begins_ = std::vector<std::size_t>(1, 0);  // where each epoch starts in changed_
