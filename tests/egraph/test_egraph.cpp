@@ -245,11 +245,12 @@ void check_delta_matches(const EGraph& g, std::uint32_t since) {
         return k;
     };
     auto stamped = [&](ENodeId n, bool at_root) { return g.fresh_since(n, since, at_root); };
+    // Dead e-nodes left in a class's list (duplicates of live ones) add nothing to it.
     auto stamped_or_above = [&](ENodeId n) {
         if (stamped(n, false)) return true;
         for (ClassId child : g.children(n))
             for (ENodeId x : g.class_nodes(child))
-                if (stamped(x, false)) return true;
+                if (g.alive(x) && stamped(x, false)) return true;
         return false;
     };
     std::vector<Key> scan_fresh, scan_above, delta_fresh, delta_above;

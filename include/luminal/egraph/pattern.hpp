@@ -326,9 +326,12 @@ public:
             marked_[id] = true;
             nodes_.push_back(id);
         };
+        // A fresh e-node that died since left its class nothing new: it was
+        // a duplicate of a node there (and nodes that moved in are fresh).
         g.for_each_fresh_since(since, false, [&](ENodeId id) {
+            if (!g.alive(id)) return;
             mark(id);
-            for (ENodeId p : g.class_parents(g.class_of(id))) mark(p);
+            for (ENodeId p : g.class_parents(g.live_class(id))) mark(p);
         });
     }
     template <typename F>
