@@ -51,7 +51,12 @@ swung by 2x between runs on a noisy 2-core VM). The driver saturates once
 untimed before its timed reps, as egglog's process is warm, and keeps the
 memory it frees in its heap (glibc would return it to the kernel after each
 rep, and the next rep would fault its pages in again; egglog's reps in this
-long-lived Python process reuse theirs). luminal:
+long-lived Python process reuse theirs). The driver is single-threaded and
+runs pinned to one CPU: unpinned, the scheduler now and then moves a
+sub-millisecond run to the other core, whose caches are cold (on a 2-core VM
+classic_mixed took 0.25 ms in one process and 0.35-0.41 ms in the next).
+egglog is left free to use every core (it runs some work on a thread pool).
+luminal:
 steady_clock around saturate() in the driver; by default
 its backoff scheduler is off (egglog's saturate has none), so both run every
 rule every iteration until nothing changes. egglog: time.perf_counter()
@@ -184,6 +189,12 @@ def build_driver(driver: Path) -> None:
     subprocess.run(["cmake", "--build", str(build_dir), "--target", "bench_egraph_arith", "-j", jobs], check=True)
 
 
+def pin_to_one_cpu() -> None:
+    """Keeps the (single-threaded) driver on one CPU; see Timing above."""
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--driver", type=Path, default=DEFAULT_DRIVER, help=f"C++ driver (default {DEFAULT_DRIVER})")
@@ -210,7 +221,7 @@ def main() -> int:
         cmd = [str(driver), "--reps", str(reps)] + (["--only", only] if only else [])
         if args.backoff:
             cmd.append("--backoff")
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=pin_to_one_cpu)
         sys.stderr.write(proc.stderr)
         return parse_driver(proc.stdout), proc.returncode
 
