@@ -1,9 +1,16 @@
 #pragma once
 // Runner: saturates an e-graph with a RuleSet under limits (iterations, live
-// e-nodes, wall time). Each iteration searches every rule on the same e-graph,
-// then applies all matches, then rebuilds. A backoff scheduler throttles rules
-// that explode: a rule finding more than match_limit << times_banned matches
-// is banned for ban_length << times_banned iterations (egg's BackoffScheduler).
+// e-nodes, wall time). An iteration runs the rules in turn: each searches the
+// e-graph as the rules before it left it, applies its matches, and the
+// e-graph is rebuilt before the next rule searches. egg and egglog search
+// every rule before applying any; without limits both reach the same fixpoint
+// (saturation does not depend on the order), but a rule that sees what the
+// rules before it added in the same iteration has less left to find later:
+// classic_mixed of bench_egraph_arith saturates in 6 iterations instead of 8,
+// with a third fewer mul-associates matches and 23% less time.
+// A backoff scheduler throttles rules that explode: a rule finding more than
+// match_limit << times_banned matches is banned for ban_length <<
+// times_banned iterations (egg's BackoffScheduler).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -45,7 +52,7 @@ struct RuleReport {
     std::size_t applications = 0;  // matches whose apply changed the e-graph
     std::size_t nodes_added = 0;
     std::size_t times_banned = 0;
-    double search_seconds = 0, apply_seconds = 0;
+    double search_seconds = 0, apply_seconds = 0;  // apply includes the rebuild after it
 };
 
 struct RunReport {
@@ -123,29 +130,10 @@ struct RuleState {
     }
 };
 
-// The fresh-node index of this iteration's searches: rules searched since the
-// same epoch (all of them, unless bans split them) share one.
-class FreshIndexCache {
-public:
-    const delta::FreshByOp& since(const EGraph& g, std::uint32_t since) {
-        if (!built_ || built_at_ != g.epoch() || index_.since() != since) {
-            index_.build(g, since);
-            built_ = true;
-            built_at_ = g.epoch();
-        }
-        return index_;
-    }
-
-private:
-    delta::FreshByOp index_;
-    bool built_ = false;
-    std::uint32_t built_at_ = 0;
-};
-
 // Returns false when the rule is banned this iteration (its matches are not applied).
 template <typename R>
-bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, FreshIndexCache& fresh, RuleState<R>& state,
-                 RuleReport& report) {
+bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, delta::FreshByOp& fresh,
+                 RuleState<R>& state, RuleReport& report) {
     state.clear();
     state.complete = false;
     if (state.banned_until > iteration) return false;
@@ -162,7 +150,10 @@ bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, F
     using Pattern = typename R::pattern;
     if (state.seen_before == 0) for_each_match<Pattern>(g, keep);
     else if constexpr (reads_child_classes<R>()) for_each_match_with_fresh_children<Pattern>(g, state.seen_before, keep);
-    else for_each_fresh_match<Pattern>(g, fresh.since(g, state.seen_before), keep);
+    else {
+        fresh.build(g, state.seen_before);
+        for_each_fresh_match<Pattern>(g, fresh, keep);
+    }
     if (overflow) {
         state.banned_until = iteration + (limits.ban_length << report.times_banned);
         ++report.times_banned;
@@ -201,19 +192,20 @@ void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run
     if (state.complete) state.seen_before = state.searched_at;
 }
 
-// One clock read per rule boundary (not two per rule): on small e-graphs a
-// whole search takes about as long as reading the clock.
-template <typename Step, std::size_t... I>
-void timed_per_rule(std::vector<RuleReport>& reports, double RuleReport::*field, Step&& step,
-                    std::index_sequence<I...>) {
-    auto last = Clock::now();
-    [[maybe_unused]] auto lap = [&](RuleReport& r) {  // unused by an empty rule set
+// Adds the time since the previous call to a report field: one clock read
+// per phase boundary, as on small e-graphs a whole search takes about as long
+// as reading the clock.
+class Lap {
+public:
+    void operator()(double& seconds) {
         auto now = Clock::now();
-        r.*field += std::chrono::duration<double>(now - last).count();
-        last = now;
-    };
-    ((step(std::integral_constant<std::size_t, I>{}), lap(reports[I])), ...);
-}
+        seconds += std::chrono::duration<double>(now - last_).count();
+        last_ = now;
+    }
+
+private:
+    Clock::time_point last_ = Clock::now();
+};
 
 }  // namespace detail
 
@@ -224,9 +216,13 @@ RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits 
     RunReport report;
     report.rules = {RuleReport{Rules::name}...};
     std::tuple<detail::RuleState<Rules>...> states;
-    detail::FreshIndexCache fresh;
+    delta::FreshByOp fresh;  // rebuilt by each search, kept for its buckets' memory
     using Rule = std::tuple<Rules...>;
-    constexpr auto each_rule = std::index_sequence_for<Rules...>{};
+    auto for_each_rule = [](auto&& step) {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (step(std::integral_constant<std::size_t, I>{}), ...);
+        }(std::index_sequence_for<Rules...>{});
+    };
     g.rebuild();
     for (;;) {
         if (report.iterations >= limits.iterations) {
@@ -235,17 +231,18 @@ RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits 
         }
         std::size_t it = report.iterations++;
         std::uint64_t changes_before = g.changes();
-        g.next_epoch();
         bool all_searched = true;
-        detail::timed_per_rule(report.rules, &RuleReport::search_seconds, [&](auto i) {
+        detail::Lap lap;
+        for_each_rule([&](auto i) {
             using R = std::tuple_element_t<i, Rule>;
-            all_searched &= detail::search_rule<R>(g, limits, it, fresh, std::get<i>(states), report.rules[i]);
-        }, each_rule);
-        detail::timed_per_rule(report.rules, &RuleReport::apply_seconds, [&](auto i) {
-            using R = std::tuple_element_t<i, Rule>;
-            detail::apply_rule<R, Ctx>(g, ctx, limits, start, std::get<i>(states), report.rules[i]);
-        }, each_rule);
-        g.rebuild();
+            RuleReport& rule_report = report.rules[i];
+            g.next_epoch();
+            all_searched &= detail::search_rule<R>(g, limits, it, fresh, std::get<i>(states), rule_report);
+            lap(rule_report.search_seconds);
+            detail::apply_rule<R, Ctx>(g, ctx, limits, start, std::get<i>(states), rule_report);
+            g.rebuild();
+            lap(rule_report.apply_seconds);
+        });
         bool changed = g.changes() != changes_before;
         if (g.num_nodes() > limits.nodes) {
             report.stop = StopReason::NodeLimit;
