@@ -219,6 +219,39 @@ TEST_CASE("the classic rule set proves (x + 0*y) * 1 + x == 2 * x") {
     CHECK(g.find(simple) == g.find(rhs));
 }
 
+// Two rules that each add the next number to the class of the one before:
+// one -> two (1 ~ 2), then two -> three (2 ~ 3).
+template <std::int64_t From, const char* Name>
+struct NextNumber {
+    static constexpr std::string_view name = Name;
+    using pattern = Pat<arith::Num>;
+    static bool guard(const EGraph& g, arith::Context&, const Match& m) {
+        return arith::number_of(g.node(m.node(0)).attr) == From;
+    }
+    static void apply(EGraph& g, arith::Context&, const Match& m) { g.merge(m.root(g), num(g, From + 1)); }
+};
+inline constexpr char kOneToTwo[] = "one-to-two", kTwoToThree[] = "two-to-three";
+using OneThenTwo = RuleSet<NextNumber<1, kOneToTwo>, NextNumber<2, kTwoToThree>>;
+using TwoThenOne = RuleSet<NextNumber<2, kTwoToThree>, NextNumber<1, kOneToTwo>>;
+
+TEST_CASE("rules run in turn: a rule sees what the rules before it added in the same iteration") {
+    auto run = [](auto rules) {
+        EGraph g;
+        arith::Context ctx;
+        ClassId one = num(g, 1);
+        auto report = saturate(g, ctx, rules);
+        CHECK(report.stop == StopReason::Saturated);
+        CHECK(g.find(one) == g.find(num(g, 3)));
+        CHECK(g.num_nodes() == 3);
+        return report.iterations;
+    };
+    // Iteration 1 adds 2, and two-to-three, searching after it, adds 3;
+    // iteration 2 finds nothing new.
+    CHECK(run(OneThenTwo{}) == 2);
+    // two-to-three searches before 2 exists: 2 in iteration 1, 3 in 2, nothing in 3.
+    CHECK(run(TwoThenOne{}) == 3);
+}
+
 TEST_CASE("limits stop an exploding rule set") {
     EGraph g;
     arith::Context ctx;

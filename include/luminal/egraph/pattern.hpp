@@ -282,10 +282,9 @@ private:
 };
 
 // Fresh e-nodes: those changed at or after an epoch (EGraph::fresh_since),
-// by op; at the pattern's root only stamped ones count. Built once per
-// iteration from the change log and shared by every rule searched since the
-// same epoch: each seed position then visits only its own op's nodes instead
-// of walking the whole log.
+// by op; at the pattern's root only stamped ones count. Built from the change
+// log once per search, so each seed position of the pattern visits only its
+// own op's nodes instead of walking the whole log.
 class FreshByOp {
 public:
     FreshByOp() = default;
@@ -300,7 +299,6 @@ public:
             by_op_[op].push_back(id);
         });
     }
-    std::uint32_t since() const { return since_; }
     template <typename F>
     void for_each(bool at_root, Symbol op, F&& f) const {
         if (op >= by_op_.size()) return;
