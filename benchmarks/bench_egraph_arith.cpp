@@ -6,8 +6,8 @@
 //   workload=ac_sum n=8 rules=ac classes=255 nodes=6058 iterations=9 reps=5
 //     median_ms=... min_ms=... term=(Add (Var 0) (Add (Var 1) ...))
 //
-// (all on one line; term= is last and runs to the end of the line). After one
-// untimed warm-up run, each rep builds a fresh e-graph and the input term
+// (all on one line; term= is last and runs to the end of the line). After an
+// untimed warm-up (kWarmUpMs), each rep builds a fresh e-graph and the input term
 // (untimed), then times saturate() alone. By default the backoff scheduler is off (match_limit and the other
 // limits are effectively infinite), which is what egglog's (saturate ...) does;
 // --backoff uses the default Limits instead.
@@ -125,6 +125,8 @@ void keep_freed_memory_in_heap() {
 #endif
 }
 
+constexpr double kWarmUpMs = 20;
+
 template <typename Rules>
 RunReport run_once(const Workload& w, const Limits& limits, double& ms, std::string* term) {
     EGraph g;
@@ -174,11 +176,14 @@ int main(int argc, char** argv) {
             return w.rules == "ac" ? run_once<arith::AcRules>(w, limits, ms, term_out)
                                    : run_once<arith::ClassicRules>(w, limits, ms, term_out);
         };
-        // One untimed run first: the first saturation in a process also pays
-        // for faulting in fresh heap pages (egglog runs in a warm process;
-        // see keep_freed_memory_in_heap).
+        // Untimed runs first, for kWarmUpMs or one run if longer: a fresh
+        // process faults in its heap pages and starts with cold caches and
+        // branch predictors, which cost a 0.2 ms workload's first reps up to
+        // 80% (egglog's reps run in a Python process that has just run the
+        // same workload; see also keep_freed_memory_in_heap).
         double warm_up_ms = 0;
         report = run(warm_up_ms, &term);
+        for (double spent = warm_up_ms; spent < kWarmUpMs; spent += warm_up_ms) report = run(warm_up_ms, nullptr);
         for (int r = 0; r < reps; ++r) {
             double ms = 0;
             report = run(ms, nullptr);

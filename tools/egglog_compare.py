@@ -47,8 +47,9 @@ fastest rep over luminal's fastest. The table shows the median over rounds of
 those ratios and of each side's fastest rep. Pairing reps that ran seconds
 apart, and taking the fastest of a few, keeps bursts of load on a shared
 machine from landing on one side only (a ratio of medians taken minutes apart
-swung by 2x between runs on a noisy 2-core VM). The driver saturates once
-untimed before its timed reps, as egglog's process is warm, and keeps the
+swung by 2x between runs on a noisy 2-core VM). The driver saturates
+untimed for 20 ms (at least once) before its timed reps, as egglog's process
+is warm (it has just run the same workload), and keeps the
 memory it frees in its heap (glibc would return it to the kernel after each
 rep, and the next rep would fault its pages in again; egglog's reps in this
 long-lived Python process reuse theirs). The driver is single-threaded and
