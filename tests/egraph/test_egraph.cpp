@@ -303,6 +303,34 @@ void check_delta_matches(const EGraph& g, std::uint32_t since) {
     CHECK(delta_above == scan_above);
 }
 
+TEST_CASE("a fresh-node index caught up between iterations lists each fresh e-node once") {
+    EGraph g;
+    arith::Context ctx;
+    ClassId prod = mul(g, var(g, 3), num(g, 1));
+    for (int i = 2; i >= 0; --i) prod = mul(g, var(g, static_cast<AttrId>(i)), prod);
+    add(g, prod, add(g, var(g, 5), add(g, num(g, 2), add(g, num(g, 3), var(g, 5)))));
+    delta::FreshByOp index;
+    Limits one_iteration;
+    one_iteration.iterations = 1;
+    for (int step = 0; step < 5; ++step) {
+        saturate(g, ctx, arith::ClassicRules{}, one_iteration);
+        index.catch_up(g);
+    }
+    for (std::uint32_t since = 1; since <= g.epoch(); ++since) {
+        index.set_since(since);
+        for (Symbol op : {arith::Num, arith::Var, arith::Add, arith::Mul}) {
+            for (bool at_root : {false, true}) {
+                std::vector<ENodeId> listed, expected;
+                index.for_each(at_root, op, [&](ENodeId id) { listed.push_back(id); });
+                for (ENodeId id = 0; id < g.total_nodes(); ++id)
+                    if (g.node(id).op == op && g.fresh_since(id, since, at_root)) expected.push_back(id);
+                std::sort(listed.begin(), listed.end());
+                CHECK(listed == expected);
+            }
+        }
+    }
+}
+
 TEST_CASE("delta matching finds exactly the fresh matches") {
     using V0 = luminal::egraph::Var<0>;
     using V1 = luminal::egraph::Var<1>;

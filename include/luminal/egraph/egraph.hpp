@@ -177,15 +177,30 @@ public:
     // Calls f(id) once for every e-node fresh_since(id, since, at_root).
     template <typename F>
     void for_each_fresh_since(std::uint32_t since, bool at_root, F&& f) const {
-        // changed_ logs a node once per epoch that changes it; only the entry
-        // of its latest change counts.
         for (std::uint32_t e = since; e <= epoch_; ++e) {
             std::size_t end = e < epoch_ ? epoch_begins_[e + 1] : changed_.size();
             for (std::size_t i = epoch_begins_[e]; i < end; ++i) {
                 ENodeId id = changed_[i];
-                if (std::max(info(id).stamp, info(id).moved) == e && fresh_since(id, since, at_root)) f(id);
+                if (last_changed_in(id, e) && fresh_since(id, since, at_root)) f(id);
             }
         }
+    }
+    // The change log from entry `from` on: f(id, epoch) for each entry, in
+    // order. Returns the log's length, where the next call can start.
+    template <typename F>
+    std::size_t for_each_change(std::size_t from, F&& f) const {
+        auto e = static_cast<std::uint32_t>(std::upper_bound(epoch_begins_.begin(), epoch_begins_.end(), from) -
+                                            epoch_begins_.begin() - 1);
+        for (std::size_t i = from; i < changed_.size(); ++i) {
+            while (e < epoch_ && epoch_begins_[e + 1] <= i) ++e;
+            f(changed_[i], e);
+        }
+        return changed_.size();
+    }
+    // The log holds an e-node once per epoch that changed it; only the entry
+    // of its latest change counts.
+    bool last_changed_in(ENodeId id, std::uint32_t epoch) const {
+        return std::max(info(id).stamp, info(id).moved) == epoch;
     }
 
 private:

@@ -282,35 +282,47 @@ private:
 };
 
 // Fresh e-nodes: those changed at or after an epoch (EGraph::fresh_since),
-// by op; at the pattern's root only stamped ones count. Built from the change
-// log once per search, so each seed position of the pattern visits only its
-// own op's nodes instead of walking the whole log.
+// by op; at the pattern's root only stamped ones count. An index of the
+// e-graph's change log by op, extended with the entries added since it last
+// looked (catch_up) and read from the epoch a rule last searched (since): a
+// seed position of a pattern visits only its own op's recent nodes, and rules
+// searched in turn share one walk of the log.
 class FreshByOp {
 public:
     FreshByOp() = default;
-    FreshByOp(const EGraph& g, std::uint32_t since) { build(g, since); }
-    void build(const EGraph& g, std::uint32_t since) {
+    FreshByOp(const EGraph& g, std::uint32_t since) {
+        catch_up(g);
+        set_since(since);
+    }
+    // Indexes the change log's entries added since the last call (one e-graph per index).
+    void catch_up(const EGraph& g) {
         g_ = &g;
-        since_ = since;
-        for (auto& ids : by_op_) ids.clear();
-        g.for_each_fresh_since(since, false, [&](ENodeId id) {
+        logged_ = g.for_each_change(logged_, [&](ENodeId id, std::uint32_t epoch) {
             Symbol op = g.node(id).op;
             if (op >= by_op_.size()) by_op_.resize(op + 1u);
-            by_op_[op].push_back(id);
+            by_op_[op].push_back({id, epoch});
         });
     }
+    void set_since(std::uint32_t since) { since_ = since; }
     template <typename F>
     void for_each(bool at_root, Symbol op, F&& f) const {
         if (op >= by_op_.size()) return;
-        for (ENodeId id : by_op_[op])
-            if (!at_root || contains(true, id)) f(id);
+        const std::vector<Change>& changes = by_op_[op];
+        auto recent = std::partition_point(changes.begin(), changes.end(), [&](const Change& c) { return c.epoch < since_; });
+        for (auto c = recent; c != changes.end(); ++c)
+            if (g_->last_changed_in(c->id, c->epoch) && (!at_root || contains(true, c->id))) f(c->id);
     }
     bool contains(bool at_root, ENodeId id) const { return g_->fresh_since(id, since_, at_root); }
 
 private:
+    struct Change {
+        ENodeId id;
+        std::uint32_t epoch;
+    };
     const EGraph* g_ = nullptr;
     std::uint32_t since_ = 0;
-    std::vector<std::vector<ENodeId>> by_op_;  // fresh below the root; those also fresh at it are filtered
+    std::size_t logged_ = 0;                  // change log entries indexed so far
+    std::vector<std::vector<Change>> by_op_;  // in log order, so by epoch
 };
 
 // Fresh e-nodes: those stamped or moved at or after an epoch, and the parents

@@ -151,7 +151,8 @@ bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, d
     if (state.seen_before == 0) for_each_match<Pattern>(g, keep);
     else if constexpr (reads_child_classes<R>()) for_each_match_with_fresh_children<Pattern>(g, state.seen_before, keep);
     else {
-        fresh.build(g, state.seen_before);
+        fresh.catch_up(g);
+        fresh.set_since(state.seen_before);
         for_each_fresh_match<Pattern>(g, fresh, keep);
     }
     if (overflow) {
@@ -216,7 +217,7 @@ RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits 
     RunReport report;
     report.rules = {RuleReport{Rules::name}...};
     std::tuple<detail::RuleState<Rules>...> states;
-    delta::FreshByOp fresh;  // rebuilt by each search, kept for its buckets' memory
+    delta::FreshByOp fresh;  // shared by the rules' searches
     using Rule = std::tuple<Rules...>;
     auto for_each_rule = [](auto&& step) {
         [&]<std::size_t... I>(std::index_sequence<I...>) {
