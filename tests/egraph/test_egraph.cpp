@@ -303,12 +303,18 @@ void check_delta_matches(const EGraph& g, std::uint32_t since) {
     CHECK(delta_above == scan_above);
 }
 
-TEST_CASE("a fresh-node index caught up between iterations lists each fresh e-node once") {
-    EGraph g;
-    arith::Context ctx;
+// x0*(x1*(x2*(x3*1))) + (x5 + (2 + (3 + x5))): products, sums and numbers for
+// the classic rules to work on.
+void add_products_and_sums(EGraph& g) {
     ClassId prod = mul(g, var(g, 3), num(g, 1));
     for (int i = 2; i >= 0; --i) prod = mul(g, var(g, static_cast<AttrId>(i)), prod);
     add(g, prod, add(g, var(g, 5), add(g, num(g, 2), add(g, num(g, 3), var(g, 5)))));
+}
+
+TEST_CASE("a fresh-node index caught up between iterations lists each fresh e-node once") {
+    EGraph g;
+    arith::Context ctx;
+    add_products_and_sums(g);
     delta::FreshByOp index;
     Limits one_iteration;
     one_iteration.iterations = 1;
@@ -338,9 +344,7 @@ TEST_CASE("delta matching finds exactly the fresh matches") {
     for (std::size_t iterations = 1; iterations <= 5; ++iterations) {
         EGraph g;
         arith::Context ctx;
-        ClassId prod = mul(g, var(g, 3), num(g, 1));
-        for (int i = 2; i >= 0; --i) prod = mul(g, var(g, static_cast<AttrId>(i)), prod);
-        add(g, prod, add(g, var(g, 5), add(g, num(g, 2), add(g, num(g, 3), var(g, 5)))));
+        add_products_and_sums(g);
         mul(g, mul(g, var(g, 2), num(g, -1)), num(g, -1));
         Limits limits;
         limits.iterations = iterations;
