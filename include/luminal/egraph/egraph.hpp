@@ -110,17 +110,23 @@ public:
         return true;
     }
 
+    // Restores congruence. Only the e-nodes with a child in a class merged
+    // away since the last rebuild need a new key: the surviving class's own
+    // parents are canonical already (four in five of the parents that
+    // repairing whole merged classes walked). Nodes that become equal merge,
+    // which may make more nodes stale.
     void rebuild() {
-        while (!pending_.empty()) {
-            std::vector<ClassId> todo;
-            todo.swap(pending_);
-            for (ClassId& c : todo) c = find(c);
-            auto first = first_sighting(class_marks_, parent_.size());
-            todo.erase(std::remove_if(todo.begin(), todo.end(), [&](ClassId c) { return !first(c); }), todo.end());
-            for (ClassId c : todo) repair(find(c));
+        while (!stale_.empty()) {
+            rebuilding_.clear();
+            rebuilding_.swap(stale_);
+            for (ENodeId p : rebuilding_) recanonicalise(p);
         }
+        auto first = first_sighting(class_marks_, parent_.size());
+        for (ClassId c : untidy_)
+            if (first(find(c))) tidy(find(c));
+        untidy_.clear();
     }
-    bool clean() const { return pending_.empty(); }
+    bool clean() const { return stale_.empty(); }
 
     const ENode& node(ENodeId id) const { return records_[id].node; }
     std::span<const ClassId> children(ENodeId id) const {
@@ -136,8 +142,8 @@ public:
     // The e-nodes of a canonical class (may include nodes made redundant by a
     // merge that rebuild() has not seen yet; skip those with alive()).
     std::span<const ENodeId> class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
-    // The e-nodes with a child in canonical class c (after rebuild(): each once,
-    // dead ones included).
+    // The e-nodes with a child in canonical class c (after rebuild(): each
+    // live one once; dead ones may remain).
     std::span<const ENodeId> class_parents(ClassId c) const { return classes_[find(c)].parents; }
     // Every e-node with this op ever added, dead ones included.
     std::span<const ENodeId> nodes_with_op(Symbol op) const {
@@ -364,9 +370,9 @@ private:
         }
         into.nodes.append(from.nodes, id_blocks_);
         into.parents.append(from.parents, id_blocks_);
+        stale_.insert(stale_.end(), from.parents.begin(), from.parents.end());
         from.nodes.release(id_blocks_);
         from.parents.release(id_blocks_);
-        pending_.push_back(a);
         ++changes_;
     }
 
@@ -415,33 +421,37 @@ private:
         info(n).moved = epoch_;
     }
 
-    // Re-canonicalises every parent of class c; parents that become equal merge.
-    // A parent whose children are all canonical already keeps its slot.
-    void repair(ClassId c) {
-        IdList parents = std::exchange(classes_[c].parents, IdList{});
-        for (ENodeId p : parents) {
-            if (!info(p).alive) continue;
-            std::span<ClassId> kids = children_mut(p);
-            if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) continue;
-            vacate(p);
-            for (ClassId& k : kids) k = find(k);
-            Key key = key_of(p);
-            std::size_t slot = probe(key);
-            if (slots_[slot].node != kNoNode) {
-                info(p).alive = false;
-                --live_nodes_;
-                merge(slots_[slot].cls, info(p).cls);
-            } else {
-                occupy(slot, key.head, key.kids, p, info(p).cls);
-                stamp(p);
-            }
+    // Gives a stale e-node its canonical children and key; if an equal node
+    // exists, it dies and the two classes merge. An e-node is listed once
+    // per distinct child class: two children that were distinct classes and
+    // are one now leave it listed twice there, and that class is tidied.
+    void recanonicalise(ENodeId p) {
+        if (!info(p).alive) return;
+        std::span<ClassId> kids = children_mut(p);
+        if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) return;  // done already
+        vacate(p);
+        if (kids.size() == 2 && kids[0] != kids[1] && find(kids[0]) == find(kids[1])) untidy_.push_back(find(kids[0]));
+        if (kids.size() > 2)  // rare: rather than compare every pair, tidy each class a child moved to
+            for (ClassId k : kids)
+                if (parent_[k] != k) untidy_.push_back(find(k));
+        for (ClassId& k : kids) k = find(k);
+        Key key = key_of(p);
+        std::size_t slot = probe(key);
+        if (slots_[slot].node != kNoNode) {
+            info(p).alive = false;
+            --live_nodes_;
+            merge(slots_[slot].cls, info(p).cls);
+            untidy_.push_back(info(p).cls);  // its node list holds a dead node now
+        } else {
+            occupy(slot, key.head, key.kids, p, info(p).cls);
+            stamp(p);
         }
+    }
+    // Drops dead e-nodes from a canonical class's lists, and repeated parents.
+    void tidy(ClassId c) {
         auto first = first_sighting(node_marks_, records_.size());
-        parents.filter([&](ENodeId p) { return info(p).alive && first(p); });
-        ClassId root = find(c);
-        classes_[root].parents.append(parents, id_blocks_);
-        parents.release(id_blocks_);
-        classes_[root].nodes.filter([&](ENodeId n) { return info(n).alive; });
+        classes_[c].parents.filter([&](ENodeId p) { return info(p).alive && first(p); });
+        classes_[c].nodes.filter([&](ENodeId n) { return info(n).alive; });
     }
 
     // What matching reads of an e-node besides the node itself.
@@ -468,7 +478,9 @@ private:
     IdBlockPool id_blocks_;  // where the classes' longer lists live
     std::vector<EClass> classes_;
     std::vector<std::vector<ENodeId>> by_op_;
-    std::vector<ClassId> pending_;
+    std::vector<ENodeId> stale_;        // e-nodes with a child merged away since the last rebuild
+    std::vector<ENodeId> rebuilding_;   // the stale nodes being re-canonicalised
+    std::vector<ClassId> untidy_;       // classes whose lists hold dead or repeated e-nodes
     std::vector<std::uint32_t> node_marks_, class_marks_;
     std::uint32_t mark_token_ = 0;
     std::vector<ClassId> scratch_;
