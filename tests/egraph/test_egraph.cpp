@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "arith_language.hpp"
@@ -117,6 +118,67 @@ TEST_CASE("rebuild restores congruence") {
     CHECK(g.find(gfa) == g.find(gfb));  // and upwards
     CHECK(g.num_nodes() == 5);          // duplicates collapsed: a, b, 1, f, g
     CHECK(add(g, fa, fb) == g.find(gfa));
+}
+
+TEST_CASE("after random merges, rebuild leaves every list and key as the definitions say") {
+    // Nodes of arity 1-3 over random classes, merged in random batches; after
+    // each rebuild, checked against the definitions: class_parents(c, 0)
+    // lists each live node whose first child is c, and class_parents(c, 1)
+    // each live node with c among its later children, once; a class lists
+    // exactly its live nodes, each found under its own key; no two live
+    // nodes are equal.
+    std::mt19937 rng(7);
+    EGraph g;
+    std::vector<ClassId> classes;
+    for (AttrId i = 0; i < 24; ++i) classes.push_back(var(g, i));
+    auto leaf = [&] { return classes[rng() % 24]; };
+    auto any = [&] { return classes[rng() % classes.size()]; };
+    for (int i = 0; i < 300; ++i) {
+        std::vector<ClassId> kids(1 + rng() % 3);
+        for (ClassId& k : kids) k = rng() % 3 ? leaf() : any();
+        classes.push_back(g.add(static_cast<Symbol>(10 + kids.size()), 0, kids));
+    }
+    // Mostly leaves merge, so the e-graph shrinks slowly instead of
+    // collapsing (a node merged with its own child makes a cycle), and
+    // wide nodes often see two of their later children become one class.
+    for (int batch = 0; batch < 12; ++batch) {
+        g.merge(leaf(), leaf());
+        g.merge(leaf(), leaf());
+        if (batch % 2) g.merge(any(), any());
+        g.rebuild();
+        std::size_t wrong = 0;
+        std::vector<std::pair<ClassId, std::vector<ClassId>>> keys;
+        for (ClassId c = 0; c < g.class_capacity(); ++c) {
+            if (g.find(c) != c) continue;
+            for (ENodeId n : g.class_nodes(c)) wrong += !g.alive(n) || g.class_of(n) != c;
+            for (std::size_t position = 0; position < EGraph::kParentPositions; ++position) {
+                std::vector<ENodeId> listed, expected;
+                for (ENodeId p : g.class_parents(c, position))
+                    if (g.alive(p)) listed.push_back(p);
+                for (ENodeId p = 0; p < g.total_nodes(); ++p) {
+                    auto kids = g.children(p);
+                    if (!g.alive(p) || kids.empty()) continue;
+                    if (position == 0 ? kids[0] == c : std::find(kids.begin() + 1, kids.end(), c) != kids.end())
+                        expected.push_back(p);
+                }
+                std::sort(listed.begin(), listed.end());
+                wrong += listed != expected;
+            }
+        }
+        for (ENodeId p = 0; p < g.total_nodes(); ++p) {
+            if (!g.alive(p)) continue;
+            auto kids = g.children(p);
+            auto nodes = g.class_nodes(g.class_of(p));
+            wrong += std::find(nodes.begin(), nodes.end(), p) == nodes.end();
+            wrong += g.lookup(g.node(p).op, g.node(p).attr, kids) != g.class_of(p);
+            std::vector<ClassId> key = {g.node(p).op, g.node(p).attr};
+            for (ClassId k : kids) key.push_back(g.find(k));
+            keys.push_back({g.class_of(p), key});
+        }
+        std::sort(keys.begin(), keys.end(), [](auto& a, auto& b) { return a.second < b.second; });
+        for (std::size_t i = 1; i < keys.size(); ++i) wrong += keys[i].second == keys[i - 1].second;
+        CHECK(wrong == 0);
+    }
 }
 
 TEST_CASE("matching enumerates every e-node in a class") {

@@ -11,6 +11,7 @@
 // dominated by lookups of nodes that already exist, and such a lookup then
 // touches one cache line instead of chasing the node and its children.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <optional>
@@ -57,7 +58,7 @@ public:
     ~EGraph() {
         for (EClass& c : classes_) {
             c.nodes.release(id_blocks_);
-            c.parents.release(id_blocks_);
+            for (IdList& parents : c.parents) parents.release(id_blocks_);
         }
     }
 
@@ -142,9 +143,13 @@ public:
     // The e-nodes of a canonical class (may include nodes made redundant by a
     // merge that rebuild() has not seen yet; skip those with alive()).
     std::span<const ENodeId> class_nodes(ClassId c) const { return classes_[find(c)].nodes; }
-    // The e-nodes with a child in canonical class c (after rebuild(): each
-    // live one once; dead ones may remain).
-    std::span<const ENodeId> class_parents(ClassId c) const { return classes_[find(c)].parents; }
+    // The e-nodes with canonical class c as their first child (position 0),
+    // or as a later child (position 1: any but the first). After rebuild()
+    // each live one is listed once per position; dead ones may remain.
+    static constexpr std::size_t kParentPositions = 2;
+    std::span<const ENodeId> class_parents(ClassId c, std::size_t position) const {
+        return classes_[find(c)].parents[position];
+    }
     // Every e-node with this op ever added, dead ones included.
     std::span<const ENodeId> nodes_with_op(Symbol op) const {
         if (op >= by_op_.size()) return {};
@@ -212,7 +217,7 @@ public:
 private:
     struct EClass {
         IdList nodes;
-        IdList parents;  // e-nodes that have this class as a child
+        std::array<IdList, kParentPositions> parents;  // see class_parents()
     };
 
     // A node's hash-cons key: op, arity and attribute in one word, the first
@@ -349,10 +354,10 @@ private:
         classes_.emplace_back().nodes.push_back(id, id_blocks_);
         changed_.push_back(id);
         occupy(slot, head, kids, id, c);
-        // Once per distinct child class, so delta matching never climbs through a node twice.
+        // Later children: once per distinct class, so delta matching never climbs through a node twice.
         for (std::size_t i = 0; i < canonical.size(); ++i)
-            if (std::find(canonical.begin(), canonical.begin() + i, canonical[i]) == canonical.begin() + i)
-                classes_[canonical[i]].parents.push_back(id, id_blocks_);
+            if (i == 0 || std::find(canonical.begin() + 1, canonical.begin() + i, canonical[i]) == canonical.begin() + i)
+                classes_[canonical[i]].parents[std::min<std::size_t>(i, 1)].push_back(id, id_blocks_);
         if (by_op_.size() <= op) by_op_.resize(op + 1u);
         by_op_[op].push_back(id);
         ++live_nodes_;
@@ -360,7 +365,7 @@ private:
         return c;
     }
     [[gnu::noinline]] void union_roots(ClassId a, ClassId b) {
-        if (classes_[a].parents.size() < classes_[b].parents.size()) std::swap(a, b);
+        if (parent_count(a) < parent_count(b)) std::swap(a, b);
         parent_[b] = a;
         EClass& into = classes_[a];
         EClass& from = classes_[b];
@@ -369,10 +374,12 @@ private:
             mark_moved(n);
         }
         into.nodes.append(from.nodes, id_blocks_);
-        into.parents.append(from.parents, id_blocks_);
-        stale_.insert(stale_.end(), from.parents.begin(), from.parents.end());
         from.nodes.release(id_blocks_);
-        from.parents.release(id_blocks_);
+        for (std::size_t i = 0; i < kParentPositions; ++i) {
+            into.parents[i].append(from.parents[i], id_blocks_);
+            stale_.insert(stale_.end(), from.parents[i].begin(), from.parents[i].end());
+            from.parents[i].release(id_blocks_);
+        }
         ++changes_;
     }
 
@@ -422,17 +429,16 @@ private:
     }
 
     // Gives a stale e-node its canonical children and key; if an equal node
-    // exists, it dies and the two classes merge. An e-node is listed once
-    // per distinct child class: two children that were distinct classes and
-    // are one now leave it listed twice there, and that class is tidied.
+    // exists, it dies and the two classes merge. A node's later children
+    // list it once per distinct class: two of them that were distinct classes
+    // and are one now leave it listed twice there, and that class is tidied.
     void recanonicalise(ENodeId p) {
         if (!info(p).alive) return;
         std::span<ClassId> kids = children_mut(p);
         if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) return;  // done already
         vacate(p);
-        if (kids.size() == 2 && kids[0] != kids[1] && find(kids[0]) == find(kids[1])) untidy_.push_back(find(kids[0]));
-        if (kids.size() > 2)  // rare: rather than compare every pair, tidy each class a child moved to
-            for (ClassId k : kids)
+        if (kids.size() > 2)  // rare: rather than compare every pair, tidy each class a later child moved to
+            for (ClassId k : kids.subspan(1))
                 if (parent_[k] != k) untidy_.push_back(find(k));
         for (ClassId& k : kids) k = find(k);
         Key key = key_of(p);
@@ -450,9 +456,11 @@ private:
     // Drops dead e-nodes from a canonical class's lists, and repeated parents.
     void tidy(ClassId c) {
         auto first = first_sighting(node_marks_, records_.size());
-        classes_[c].parents.filter([&](ENodeId p) { return info(p).alive && first(p); });
+        classes_[c].parents[0].filter([&](ENodeId p) { return info(p).alive; });
+        classes_[c].parents[1].filter([&](ENodeId p) { return info(p).alive && first(p); });
         classes_[c].nodes.filter([&](ENodeId n) { return info(n).alive; });
     }
+    std::size_t parent_count(ClassId c) const { return classes_[c].parents[0].size() + classes_[c].parents[1].size(); }
 
     // What matching reads of an e-node besides the node itself.
     struct NodeInfo {

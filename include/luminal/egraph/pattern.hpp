@@ -224,7 +224,10 @@ struct Climb<InParent<Pat<Op, C...>, ParentFirst, Slot, Up>, Bound> {
     using Parent = Matcher<Pat<Op, C...>, ParentFirst, Bound>;
     template <typename K>
     static void from(const EGraph& g, ClassId c, Match& m, K&& k) {
-        for (ENodeId p : g.class_parents(c)) {
+        // The parents listed for the slot's position: for a binary pattern
+        // node, exactly those with c there, so the check below always passes
+        // (a mixed list made it a mispredicted branch in two).
+        for (ENodeId p : g.class_parents(c, std::min<std::size_t>(Slot, 1))) {
             const ENode& n = g.node(p);
             if (n.op != Op || n.arity != sizeof...(C) || !g.alive(p) || Parent::child(g, p, Slot) != c) continue;
             m.nodes[ParentFirst] = p;
@@ -341,7 +344,8 @@ public:
         g.for_each_fresh_since(since, false, [&](ENodeId id) {
             if (!g.alive(id)) return;
             mark(id);
-            for (ENodeId p : g.class_parents(g.live_class(id))) mark(p);
+            for (std::size_t position = 0; position < EGraph::kParentPositions; ++position)
+                for (ENodeId p : g.class_parents(g.live_class(id), position)) mark(p);
         });
     }
     template <typename F>
