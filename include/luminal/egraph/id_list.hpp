@@ -11,7 +11,9 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace luminal::egraph {
@@ -21,23 +23,35 @@ public:
     IdBlockPool() = default;
     IdBlockPool(const IdBlockPool&) = delete;
     IdBlockPool& operator=(const IdBlockPool&) = delete;
-    ~IdBlockPool() {
-        for (auto& blocks : free_)
-            for (std::uint32_t* block : blocks) delete[] block;
-    }
 
-    // A block of 2^size_class ids.
+    // A block of 2^size_class ids: a freed one, or carved from a slab (a
+    // saturation takes hundreds of fresh blocks, and one malloc each was
+    // about 2% of a small one).
     std::uint32_t* take(int size_class) {
         auto& blocks = free_[static_cast<std::size_t>(size_class)];
-        if (blocks.empty()) return new std::uint32_t[std::size_t{1} << size_class];
-        std::uint32_t* block = blocks.back();
-        blocks.pop_back();
-        return block;
+        if (!blocks.empty()) {
+            std::uint32_t* block = blocks.back();
+            blocks.pop_back();
+            return block;
+        }
+        std::size_t size = std::size_t{1} << size_class;
+        if (size > slab_left_) {
+            std::size_t slab = std::max(size, kSlabIds);
+            slabs_.push_back(std::make_unique_for_overwrite<std::uint32_t[]>(slab));
+            slab_next_ = slabs_.back().get();
+            slab_left_ = slab;
+        }
+        slab_left_ -= size;
+        return std::exchange(slab_next_, slab_next_ + size);
     }
     void give(std::uint32_t* block, int size_class) { free_[static_cast<std::size_t>(size_class)].push_back(block); }
 
 private:
+    static constexpr std::size_t kSlabIds = std::size_t{1} << 14;  // 64 KiB
     std::array<std::vector<std::uint32_t*>, 33> free_;
+    std::vector<std::unique_ptr<std::uint32_t[]>> slabs_;
+    std::uint32_t* slab_next_ = nullptr;
+    std::size_t slab_left_ = 0;
 };
 
 class IdList {
