@@ -348,6 +348,7 @@ private:
     [[gnu::noinline]] ClassId insert(std::size_t slot, std::uint64_t head, std::uint64_t kids,
                                      std::span<const ClassId> canonical) {
         const auto op = static_cast<Symbol>(head & 0xFFFF);
+        if (records_.size() == records_.capacity()) reserve_nodes();
         ClassId c = static_cast<ClassId>(parent_.size());
         ENodeId id = push_node(op, static_cast<AttrId>(head >> 32), canonical, c);
         parent_.push_back(c);
@@ -363,6 +364,16 @@ private:
         ++live_nodes_;
         ++changes_;
         return c;
+    }
+    // The per-node vectors grow fourfold while small, like the hash-cons:
+    // copying them as they doubled was 2-3% of a mid-sized saturation.
+    static constexpr std::size_t kQuadrupleBelowNodes = std::size_t{1} << 16;
+    [[gnu::noinline]] void reserve_nodes() {
+        std::size_t n = records_.capacity() * (records_.capacity() < kQuadrupleBelowNodes ? 4 : 2);
+        records_.reserve(n);
+        parent_.reserve(n);
+        classes_.reserve(n);
+        changed_.reserve(std::max(changed_.capacity(), 2 * n));  // a node is logged when added, then when changed
     }
     [[gnu::noinline]] void union_roots(ClassId a, ClassId b) {
         if (parent_count(a) < parent_count(b)) std::swap(a, b);
