@@ -191,12 +191,12 @@ public:
         for (std::uint32_t e = since; e <= epoch_; ++e) {
             std::size_t end = e < epoch_ ? epoch_begins_[e + 1] : changed_.size();
             for (std::size_t i = epoch_begins_[e]; i < end; ++i) {
-                ENodeId id = changed_[i];
+                ENodeId id = changed_[i].id;
                 if (last_changed_in(id, e) && fresh_since(id, since, at_root)) f(id);
             }
         }
     }
-    // The change log from entry `from` on: f(id, epoch) for each entry, in
+    // The change log from entry `from` on: f(id, op, epoch) for each entry, in
     // order. Returns the log's length, where the next call can start.
     template <typename F>
     std::size_t for_each_change(std::size_t from, F&& f) const {
@@ -204,7 +204,7 @@ public:
                                             epoch_begins_.begin() - 1);
         for (std::size_t i = from; i < changed_.size(); ++i) {
             while (e < epoch_ && epoch_begins_[e + 1] <= i) ++e;
-            f(changed_[i], e);
+            f(changed_[i].id, changed_[i].op, e);
         }
         return changed_.size();
     }
@@ -353,7 +353,7 @@ private:
         ENodeId id = push_node(op, static_cast<AttrId>(head >> 32), canonical, c);
         parent_.push_back(c);
         classes_.emplace_back().nodes.push_back(id, id_blocks_);
-        changed_.push_back(id);
+        changed_.push_back({id, op});
         occupy(slot, head, kids, id, c);
         // Later children: once per distinct class, so delta matching never climbs through a node twice.
         for (std::size_t i = 0; i < canonical.size(); ++i)
@@ -426,7 +426,7 @@ private:
     }
 
     void log_change(ENodeId n) {
-        if (info(n).stamp != epoch_ && info(n).moved != epoch_) changed_.push_back(n);
+        if (info(n).stamp != epoch_ && info(n).moved != epoch_) changed_.push_back({n, node(n).op});
     }
     void stamp(ENodeId n) {
         if (info(n).stamp == epoch_) return;
@@ -490,7 +490,11 @@ private:
     NodeInfo& info(ENodeId id) { return records_[id].info; }
     const NodeInfo& info(ENodeId id) const { return records_[id].info; }
     std::vector<ClassId> arena_;
-    std::vector<ENodeId> changed_;      // nodes in the order they changed, once per epoch
+    struct Change {
+        ENodeId id;
+        Symbol op;  // the node's, so indexing the log by op reads no node
+    };
+    std::vector<Change> changed_;  // nodes in the order they changed, once per epoch
     std::vector<std::size_t> epoch_begins_ = std::vector<std::size_t>(1, 0);  // where each epoch starts in changed_
     std::uint32_t epoch_ = 0;
     mutable std::vector<ClassId> parent_;

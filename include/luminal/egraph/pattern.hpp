@@ -300,8 +300,7 @@ public:
     // Indexes the change log's entries added since the last call (one e-graph per index).
     void catch_up(const EGraph& g) {
         g_ = &g;
-        logged_ = g.for_each_change(logged_, [&](ENodeId id, std::uint32_t epoch) {
-            Symbol op = g.node(id).op;
+        logged_ = g.for_each_change(logged_, [&](ENodeId id, Symbol op, std::uint32_t epoch) {
             if (op >= by_op_.size()) by_op_.resize(op + 1u);
             by_op_[op].push_back({id, epoch});
         });
