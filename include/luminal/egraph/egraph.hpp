@@ -1,7 +1,7 @@
 #pragma once
 // EGraph: e-classes of equivalent e-nodes with a union-find, a hash-cons and
-// egg-style deferred rebuilding (merges queue their class; rebuild() restores
-// congruence by re-canonicalising the parents of merged classes).
+// egg-style deferred rebuilding (a merge queues the parents of the class it
+// absorbs; rebuild() restores congruence by re-canonicalising them).
 //
 // The e-graph is language-neutral: an e-node is an op symbol, an interned
 // attribute id (whose meaning the language defines) and child classes. Nodes
@@ -113,9 +113,9 @@ public:
 
     // Restores congruence. Only the e-nodes with a child in a class merged
     // away since the last rebuild need a new key: the surviving class's own
-    // parents are canonical already (four in five of the parents that
-    // repairing whole merged classes walked). Nodes that become equal merge,
-    // which may make more nodes stale.
+    // parents are canonical already, and were four in five of the parents
+    // when every parent of a merged class was re-canonicalised. Nodes that
+    // become equal merge, which may make more nodes stale.
     void rebuild() {
         while (!stale_.empty()) {
             rebuilding_.clear();
@@ -448,7 +448,7 @@ private:
         std::span<ClassId> kids = children_mut(p);
         if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) return;  // done already
         vacate(p);
-        if (kids.size() > 2)  // rare: rather than compare every pair, tidy each class a later child moved to
+        if (kids.size() > 2)  // several later children (rare): tidy each class one moved to, rather than compare pairs
             for (ClassId k : kids.subspan(1))
                 if (parent_[k] != k) untidy_.push_back(find(k));
         for (ClassId& k : kids) k = find(k);
