@@ -133,15 +133,21 @@ TEST_CASE("after random merges, rebuild leaves every list and key as the definit
     for (AttrId i = 0; i < 24; ++i) classes.push_back(var(g, i));
     auto leaf = [&] { return classes[rng() % 24]; };
     auto any = [&] { return classes[rng() % classes.size()]; };
-    for (int i = 0; i < 300; ++i) {
-        std::vector<ClassId> kids(1 + rng() % 3);
-        for (ClassId& k : kids) k = rng() % 3 ? leaf() : any();
-        classes.push_back(g.add(static_cast<Symbol>(10 + kids.size()), 0, kids));
-    }
+    auto add_nodes = [&](int count) {
+        for (int i = 0; i < count; ++i) {
+            std::vector<ClassId> kids(1 + rng() % 3);
+            for (ClassId& k : kids) k = rng() % 3 ? leaf() : any();
+            classes.push_back(g.add(static_cast<Symbol>(10 + kids.size()), 0, kids));
+        }
+    };
+    add_nodes(300);
     // Mostly leaves merge, so the e-graph shrinks slowly instead of
     // collapsing (a node merged with its own child makes a cycle), and
     // wide nodes often see two of their later children become one class.
+    // Nodes added between batches make the hash-cons grow while it holds
+    // the old keys of re-canonicalised nodes.
     for (int batch = 0; batch < 12; ++batch) {
+        add_nodes(100);
         g.merge(leaf(), leaf());
         g.merge(leaf(), leaf());
         if (batch % 2) g.merge(any(), any());

@@ -300,12 +300,24 @@ private:
         old.swap(slots_);
         slot_bits_ += step;
         const std::size_t mask = slots_.size() - 1;
+        slots_used_ = 0;
         for (const Slot& s : old) {
-            if (s.node == kNoNode) continue;
+            if (s.node == kNoNode || unreachable(s)) continue;
+            ++slots_used_;
             std::size_t i = home(hash_of(slot_key(s)));
             while (slots_[i].node != kNoNode) i = (i + 1) & mask;
             slots_[i] = s;
         }
+    }
+    // Whether a narrow node's slot holds a key with a child class merged
+    // away: lookups canonicalise their children, so none can reach it.
+    // Re-canonicalising a narrow node leaves its old slot so (see
+    // recanonicalise()), and the next grow() drops it.
+    bool unreachable(const Slot& s) const {
+        const std::size_t arity = s.head >> 16 & 0xFFFF;
+        if (arity > kInlineChildren) return false;
+        const auto first = static_cast<ClassId>(s.kids), second = static_cast<ClassId>(s.kids >> 32);
+        return (arity > 0 && parent_[first] != first) || (arity > 1 && parent_[second] != second);
     }
     // Removes node id (under its current key), shifting later entries of its
     // probe run back so no tombstones are needed.
@@ -447,7 +459,9 @@ private:
         if (!info(p).alive) return;
         std::span<ClassId> kids = children_mut(p);
         if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) return;  // done already
-        vacate(p);
+        // A wide node's slot compares its later children in place, so its old
+        // slot would match its new key: only those are removed.
+        if (kids.size() > kInlineChildren) vacate(p);
         if (kids.size() > 2)  // several later children (rare): tidy each class one moved to, rather than compare pairs
             for (ClassId k : kids.subspan(1))
                 if (parent_[k] != k) untidy_.push_back(find(k));
