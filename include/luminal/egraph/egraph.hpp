@@ -459,12 +459,14 @@ private:
         if (!info(p).alive) return;
         std::span<ClassId> kids = children_mut(p);
         if (std::all_of(kids.begin(), kids.end(), [&](ClassId k) { return parent_[k] == k; })) return;  // done already
-        // A wide node's slot compares its later children in place, so its old
-        // slot would match its new key: only those are removed.
-        if (kids.size() > kInlineChildren) vacate(p);
-        if (kids.size() > 2)  // several later children (rare): tidy each class one moved to, rather than compare pairs
+        if (kids.size() > kInlineChildren) {  // wide (rare)
+            // Its slot compares the later children in place, so the old slot
+            // would match the new key: remove it. It has several later
+            // children: tidy each class one moved to, rather than compare pairs.
+            vacate(p);
             for (ClassId k : kids.subspan(1))
                 if (parent_[k] != k) untidy_.push_back(find(k));
+        }
         for (ClassId& k : kids) k = find(k);
         Key key = key_of(p);
         std::size_t slot = probe(key);
