@@ -124,7 +124,7 @@ public:
         }
         auto first = first_sighting(class_marks_, parent_.size());
         for (ClassId c : untidy_)
-            if (first(find(c))) tidy(find(c));
+            if (ClassId root = find(c); first(root)) tidy(root);
         untidy_.clear();
     }
     bool clean() const { return stale_.empty(); }
