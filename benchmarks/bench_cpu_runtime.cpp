@@ -43,7 +43,10 @@ void BM_CpuMatmul(benchmark::State& state) {
     p.nodes.push_back(node(symbol_of(luminal::OpKind::Input), {}, {}, sq, a.id()));
     p.nodes.push_back(node(symbol_of(luminal::OpKind::Input), {}, {}, sq, b.id()));
     // a @ b: the Matmul reads b as [n, k], i.e. b transposed.
-    p.nodes.push_back(node(symbol_of(luminal::BackendOp::Matmul), {plain, plain.permute({1, 0})}, {0, 1}, sq));
+    luminal::ProgramNode gemm;
+    gemm.spec = luminal::NodeSpec::backend(luminal::MatmulOp{}, {plain, plain.permute({1, 0})}, sq, luminal::DType::F32);
+    gemm.sources = {0, 1};
+    p.nodes.push_back(std::move(gemm));
     p.nodes.push_back(node(symbol_of(luminal::OpKind::Output), {plain}, {2}, sq, out.id()));
     luminal::CpuRuntime rt;
     rt.load(p);
@@ -88,8 +91,10 @@ void BM_CpuSiluMulFused(benchmark::State& state) {
     using luminal::symbol_of;
     p.nodes.push_back(node(symbol_of(OpKind::Input), {}, {}, shape, s.x.id()));
     p.nodes.push_back(node(symbol_of(OpKind::Input), {}, {}, shape, s.y.id()));
-    p.nodes.push_back(node(symbol_of(luminal::BackendOp::FusedElementwise), {plain, plain}, {0, 1}, shape));
-    p.nodes.back().spec.fused = program;
+    luminal::ProgramNode fused;
+    fused.spec = luminal::NodeSpec::backend(luminal::FusedElementwiseOp{program}, {plain, plain}, shape, luminal::DType::F32);
+    fused.sources = {0, 1};
+    p.nodes.push_back(std::move(fused));
     p.nodes.push_back(node(symbol_of(OpKind::Output), {plain}, {2}, shape, s.out.id()));
     luminal::CpuRuntime rt;
     rt.load(p);

@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
     auto [rt, report] = luminal::compile_with_report(cx, luminal::CpuRuntime{});
     std::size_t gemms = 0, fused = 0;
     for (auto& node : report.program.nodes) {
-        gemms += node.spec.kind == luminal::symbol_of(luminal::BackendOp::Matmul);
-        fused += node.spec.kind == luminal::symbol_of(luminal::BackendOp::FusedElementwise);
+        gemms += node.spec.kind == luminal::op_symbol<luminal::MatmulOp>;
+        fused += node.spec.kind == luminal::op_symbol<luminal::FusedElementwiseOp>;
     }
     std::printf("recorded %zu HLIR nodes; saturated to %zu e-classes / %zu e-nodes in %.1f ms\n", cx.size(),
                 report.saturation.classes, report.saturation.nodes, report.saturation.seconds * 1e3);

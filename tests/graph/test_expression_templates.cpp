@@ -115,3 +115,17 @@ TEST_CASE("an auto expression outlives its operands") {
     rt.execute(g.dyn_map());
     CHECK(rt.get_f32(out) == std::vector<float>{5, 11, 19});
 }
+
+TEST_CASE("a subexpression is lowered once, however often it is used") {
+    Graph g;
+    auto a = g.tensor({4}), b = g.tensor({4});
+    auto product = a * b;
+    auto twice = product + product;  // two copies of one subexpression
+    GraphTensor t = twice;
+    CHECK(kinds_since(g, 2) == std::vector{OpKind::Mul, OpKind::Add});
+    CHECK(g.node(t.id()).inputs[0].source == g.node(t.id()).inputs[1].source);
+    const std::size_t before = g.size();
+    product.sum(0);
+    product.max(0);  // reductions of the same expression read the one Mul
+    CHECK(kinds_since(g, before) == std::vector{OpKind::SumReduce, OpKind::MaxReduce});
+}

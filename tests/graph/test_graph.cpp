@@ -22,9 +22,7 @@ TEST_CASE("nodes are recorded in topological order") {
     Graph g;
     auto x = g.named_tensor("x", {2});
     auto y = (x * 2.0 + x).sin().output();
-    auto order = g.topological_order();
-    CHECK(order.size() == g.size());
-    for (NodeId id : order)
+    for (NodeId id = 0; id < g.size(); ++id)
         for (auto& in : g.node(id).inputs) CHECK(in.source < id);
     CHECK(g.outputs() == std::vector<NodeId>{y.id()});
     CHECK(g.node(x.id()).op.label == "x");

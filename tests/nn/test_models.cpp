@@ -1,6 +1,6 @@
 // The bundled models against transformers: tiny random-weight models of each
 // family (tests/data/models, from tools/gen_model_fixtures.py) loaded through
-// the same path a real model directory takes, compiled for the CpuRuntime, and
+// the same path a real model directory takes, compiled for each runtime, and
 // compared with transformers' logits: every prompt position of the prefill,
 // then 8 greedy decode steps through the KV cache. Tolerance: max |diff| <=
 // 1e-4 (f32 everywhere; differences come from summation order only).
@@ -13,6 +13,8 @@
 #include <luminal/luminal.hpp>
 #include <string>
 #include <vector>
+
+#include "../toy_backend/toy_runtime.hpp"
 
 namespace {
 
@@ -30,9 +32,9 @@ std::int32_t argmax(std::span<const float> row) {
     return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
-// Prefill and greedy decode of `config`'s model with the weights `load` binds,
-// against the logits and ids in `reference_file`.
-template <typename Load>
+// Prefill and greedy decode of `config`'s model on a Runtime with the weights
+// `load` binds, against the logits and ids in `reference_file`.
+template <typename Runtime = luminal::CpuRuntime, typename Load>
 void check_against_reference(const luminal::io::ModelConfig& config, Load load,
                              const std::filesystem::path& reference_file) {
     const auto reference = luminal::io::SafetensorsFile::open(reference_file);
@@ -44,7 +46,7 @@ void check_against_reference(const luminal::io::ModelConfig& config, Load load,
     luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, {.context = 32});
     luminal::CompileOptions options;
     options.verbosity = 0;
-    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+    luminal::nn::Session session(model, Runtime{}, options);
     load(session);
     const auto vocab = static_cast<std::size_t>(model.config.vocab_size);
 
@@ -63,13 +65,16 @@ void check_against_reference(const luminal::io::ModelConfig& config, Load load,
     }
 }
 
+// On every runtime: the reference, the CPU backend and the toy backend.
 void check_family(const std::string& name) {
     CAPTURE(name);
     const auto dir = kModels / name;
     const luminal::io::SafetensorsModel weights = luminal::io::SafetensorsModel::open(dir);
-    check_against_reference(
-        luminal::io::load_model_config(dir), [&](auto& session) { session.load_weights(weights); },
-        dir / "reference.safetensors");
+    const auto config = luminal::io::load_model_config(dir);
+    auto load = [&](auto& session) { session.load_weights(weights); };
+    SUBCASE("cpu") { check_against_reference<luminal::CpuRuntime>(config, load, dir / "reference.safetensors"); }
+    SUBCASE("reference") { check_against_reference<luminal::ReferenceRuntime>(config, load, dir / "reference.safetensors"); }
+    SUBCASE("toy") { check_against_reference<toy::ToyRuntime>(config, load, dir / "reference.safetensors"); }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Every op against PyTorch: each case builds a luminal graph, binds the inputs
 // recorded in tests/data/ops/op_fixtures.txt (tools/gen_op_fixtures.py), runs it
-// on the ReferenceRuntime and compares each output with torch's.
+// on every runtime (the reference, the CPU backend and the test-only toy
+// backend, each compiling with its own rules) and compares each output with
+// torch's.
 //
 // Tolerances (|got - want| <= abs + rel * |want|): f32 results 1e-5 + 1e-5 rel
 // unless a case says otherwise; integer, bool, cast and pure data-movement
@@ -16,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../toy_backend/toy_runtime.hpp"
 #include "fixture_reader.hpp"
 
 namespace {
@@ -100,19 +103,33 @@ private:
         return it->second;
     }
 
+    // Every runtime compiles the graph once (each with its own rules) and
+    // must reproduce torch's values.
     void execute_all(const std::string& suffix) {
-        if (!rt_) rt_ = cx.compile(luminal::ReferenceRuntime{});
-        for (auto& [t, role] : inputs_) {
-            const FixtureTensor& data = tensor(role + suffix);
-            if (data.is_float()) rt_->set_data(t, std::vector<float>(data.floats.begin(), data.floats.end()));
-            else rt_->set_data(t, data.ints);
+        if (!reference_) {
+            reference_ = cx.compile(luminal::ReferenceRuntime{});
+            cpu_ = cx.compile(luminal::CpuRuntime{});
+            toy_ = cx.compile(toy::ToyRuntime{});
         }
-        rt_->execute(cx.dyn_map());
-        for (const Expected& e : expected_) compare(e, tensor(e.role + suffix), e.role + suffix);
+        execute_on(*reference_, "reference", suffix);
+        execute_on(*cpu_, "cpu", suffix);
+        execute_on(*toy_, "toy", suffix);
     }
 
-    void compare(const Expected& e, const FixtureTensor& want, const std::string& role) {
-        INFO("case " << name_ << ", output " << role);
+    template <typename Runtime>
+    void execute_on(Runtime& rt, const char* runtime, const std::string& suffix) {
+        for (auto& [t, role] : inputs_) {
+            const FixtureTensor& data = tensor(role + suffix);
+            if (data.is_float()) rt.set_data(t, std::vector<float>(data.floats.begin(), data.floats.end()));
+            else rt.set_data(t, data.ints);
+        }
+        rt.execute(cx.dyn_map());
+        for (const Expected& e : expected_) compare(rt, runtime, e, tensor(e.role + suffix), e.role + suffix);
+    }
+
+    template <typename Runtime>
+    void compare(const Runtime& rt, const char* runtime, const Expected& e, const FixtureTensor& want, const std::string& role) {
+        INFO("case " << name_ << ", output " << role << ", on the " << runtime << " runtime");
         CHECK(std::string(luminal::name_of(e.tensor.dtype())) == want.dtype);
         luminal::Shape shape = e.tensor.shape();
         std::vector<std::int64_t> dims;
@@ -122,7 +139,7 @@ private:
         std::ostringstream report;
         std::size_t bad = 0;
         if (want.is_float()) {
-            std::vector<double> got = rt_->get<double>(e.tensor);
+            std::vector<double> got = rt.template get<double>(e.tensor);
             REQUIRE(got.size() == want.floats.size());
             for (std::size_t i = 0; i < got.size(); ++i) {
                 double g = got[i], w = want.floats[i];
@@ -132,7 +149,7 @@ private:
                 if (!ok && bad++ < 6) report << "  [" << i << "] got " << g << " want " << w << "\n";
             }
         } else {
-            std::vector<std::int64_t> got = rt_->get<std::int64_t>(e.tensor);
+            std::vector<std::int64_t> got = rt.template get<std::int64_t>(e.tensor);
             REQUIRE(got.size() == want.ints.size());
             for (std::size_t i = 0; i < got.size(); ++i)
                 if (got[i] != want.ints[i] && bad++ < 6)
@@ -145,7 +162,9 @@ private:
     const FixtureCase* case_ = nullptr;
     std::vector<std::pair<GraphTensor, std::string>> inputs_;
     std::vector<Expected> expected_;
-    std::optional<luminal::ReferenceRuntime> rt_;
+    std::optional<luminal::ReferenceRuntime> reference_;
+    std::optional<luminal::CpuRuntime> cpu_;
+    std::optional<toy::ToyRuntime> toy_;
 };
 
 using UnaryFn = GraphTensor (*)(const GraphTensor&);

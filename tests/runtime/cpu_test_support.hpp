@@ -179,14 +179,12 @@ public:
         n.spec.hlir = t.id();
         return push(std::move(n));
     }
-    std::uint32_t node(std::uint16_t kind, std::vector<luminal::ShapeTracker> views, std::vector<std::uint32_t> sources,
-                       luminal::Shape shape, DType dtype, std::shared_ptr<const luminal::FusedProgram> fused = nullptr) {
+    // A backend op node with payload `op`.
+    template <luminal::BackendOpType T>
+    std::uint32_t node(T op, std::vector<luminal::ShapeTracker> views, std::vector<std::uint32_t> sources,
+                       luminal::Shape shape, DType dtype) {
         luminal::ProgramNode n;
-        n.spec.kind = kind;
-        n.spec.views = std::move(views);
-        n.spec.shape = std::move(shape);
-        n.spec.dtype = dtype;
-        n.spec.fused = std::move(fused);
+        n.spec = luminal::NodeSpec::backend(std::move(op), std::move(views), std::move(shape), dtype);
         n.sources = std::move(sources);
         return push(std::move(n));
     }

@@ -67,7 +67,7 @@ void check_matmul(const MatmulCase& c) {
     std::uint32_t ia = pb.input(a), ib = pb.input(b);
     luminal::Shape out_shape = c.a_view.dims();
     out_shape.back() = c.b_view.dims()[c.b_view.rank() - 2];
-    std::uint32_t mm = pb.node(luminal::symbol_of(luminal::BackendOp::Matmul), {c.a_view, c.b_view}, {ia, ib},
+    std::uint32_t mm = pb.node(luminal::MatmulOp{}, {c.a_view, c.b_view}, {ia, ib},
                                out_shape, c.dtype);
     GraphTensor out = pb.output(mm);
 
@@ -232,11 +232,7 @@ luminal::Program fuse_region(const luminal::Graph& g, const GraphTensor& output)
         sources.push_back(input_node[id]);
     }
     luminal::ProgramNode fused;
-    fused.spec.kind = luminal::symbol_of(luminal::BackendOp::FusedElementwise);
-    fused.spec.views = views;
-    fused.spec.shape = out.shape;
-    fused.spec.dtype = out.dtype;
-    fused.spec.fused = program;
+    fused.spec = luminal::NodeSpec::backend(luminal::FusedElementwiseOp{program}, views, out.shape, out.dtype);
     fused.sources = sources;
     p.nodes.push_back(fused);
     luminal::ProgramNode o;
@@ -258,7 +254,7 @@ void check_fused(const std::string& name, luminal::Graph& g, const GraphTensor& 
                  Tol tol) {
     INFO("fused case: " << name);
     luminal::Program fused = fuse_region(g, out);
-    REQUIRE(fused.nodes[fused.nodes.size() - 2].spec.fused->steps.size() >= min_steps);
+    REQUIRE(fused.nodes[fused.nodes.size() - 2].spec.payload_as<luminal::FusedElementwiseOp>()->program->steps.size() >= min_steps);
     luminal::CpuRuntime rt;
     luminal::ReferenceRuntime ref;
     rt.load(fused);

@@ -43,7 +43,7 @@ Tally check_candidates(luminal::Graph& g, const std::vector<GraphTensor>& output
     egraph::HlirEGraph h;
     egraph::build_egraph(g, h);
     egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
-    egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, egraph::costing_dims(g.dyn_map())),
+    egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}),
                                          5);
     std::vector<egraph::Choice> pool{generator.base()};
     std::mt19937_64 rng(2);
@@ -56,8 +56,8 @@ Tally check_candidates(luminal::Graph& g, const std::vector<GraphTensor>& output
         luminal::Program p = egraph::lower(h.graph, h.ctx, *candidate, h.roots);
         bool matmul = false, fused = false;
         for (auto& n : p.nodes) {
-            matmul |= n.spec.kind == luminal::symbol_of(luminal::BackendOp::Matmul);
-            fused |= n.spec.kind == luminal::symbol_of(luminal::BackendOp::FusedElementwise);
+            matmul |= n.spec.kind == luminal::op_symbol<luminal::MatmulOp>;
+            fused |= n.spec.kind == luminal::op_symbol<luminal::FusedElementwiseOp>;
         }
         tally.with_matmul += matmul;
         tally.with_fused += fused;
@@ -110,12 +110,12 @@ TEST_CASE("cpu candidates: a bf16 weight widened for its matmul is read as store
         egraph::build_egraph(g, h);
         egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
         const luminal::Program p = egraph::lower(
-            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, egraph::costing_dims(g.dyn_map())), h.roots);
+            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}), h.roots);
         INFO(p.to_string());
         bool narrow_matmul = false, cast = false;
         for (const auto& n : p.nodes) {
             cast |= n.spec.kind == luminal::symbol_of(luminal::OpKind::Cast);
-            if (n.spec.kind == luminal::symbol_of(luminal::BackendOp::Matmul))
+            if (n.spec.kind == luminal::op_symbol<luminal::MatmulOp>)
                 narrow_matmul |= p.nodes[n.sources[1]].spec.dtype == DType::BF16;
         }
         CHECK(narrow_matmul);

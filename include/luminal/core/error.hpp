@@ -23,6 +23,14 @@ private:
     std::string where_;
 };
 
+// An error after which the runtime that raised it cannot be used again (a
+// sticky device fault, a lost context): the search stops and rethrows it
+// instead of moving on to the next candidate.
+class FatalError : public Error {
+public:
+    using Error::Error;
+};
+
 // Throws Error(where, formatted message) when `condition` is false.
 template <typename... Args>
 void check(bool condition, const char* where, fmt::format_string<Args...> format, Args&&... args) {

@@ -65,4 +65,9 @@ Runtime Graph::compile(Runtime runtime, const CompileOptions& options) const {
     return compile_with_report(*this, std::move(runtime), options).first;
 }
 
+template <typename Runtime>
+Runtime Graph::compile(Runtime runtime) const {
+    return compile(std::move(runtime), CompileOptions{});
+}
+
 }  // namespace luminal

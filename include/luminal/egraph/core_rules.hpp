@@ -6,8 +6,9 @@
 // rounding, so it lives in its own rule set that no runtime uses by default.
 #include <cmath>
 
+#include "luminal/core/host_buffer.hpp"
 #include "luminal/egraph/rule_support.hpp"
-#include "luminal/runtime/host_buffer.hpp"
+#include "luminal/graph/primitive_semantics.hpp"
 
 namespace luminal::egraph {
 
@@ -87,13 +88,11 @@ struct FoldScalarBinary {
         DType t = ctx.spec(g, m.node(0)).dtype;
         double a = ctx.spec(g, m.node(1)).op.value, b = ctx.spec(g, m.node(2)).op.value;
         if (!is_float(t)) {
-            auto x = static_cast<std::int64_t>(a), y = static_cast<std::int64_t>(b);
-            auto r = static_cast<std::int64_t>(K == OpKind::Add ? static_cast<std::uint64_t>(x) + static_cast<std::uint64_t>(y)
-                                                                : static_cast<std::uint64_t>(x) * static_cast<std::uint64_t>(y));
+            const std::int64_t r = semantics::binary(K, static_cast<std::int64_t>(a), static_cast<std::int64_t>(b));
             g.merge(m.root(g), add_spec(g, ctx, scalar_constant(static_cast<double>(wrap_to(t, r)), t), {}));
             return;
         }
-        double v = detail::rounded(t, K == OpKind::Add ? a + b : a * b);
+        double v = detail::rounded(t, semantics::binary(K, a, b));
         g.merge(m.root(g), add_spec(g, ctx, scalar_constant(v, t), {}));
     }
 };
@@ -104,7 +103,7 @@ struct FoldScalarRecip {
     static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) { return detail::scalar(ctx.spec(g, m.node(0))); }
     static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
         DType t = ctx.spec(g, m.node(0)).dtype;
-        double v = detail::rounded(t, 1.0 / ctx.spec(g, m.node(1)).op.value);
+        double v = detail::rounded(t, semantics::unary(OpKind::Recip, ctx.spec(g, m.node(1)).op.value));
         g.merge(m.root(g), add_spec(g, ctx, scalar_constant(v, t), {}));
     }
 };

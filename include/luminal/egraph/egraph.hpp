@@ -63,8 +63,8 @@ public:
     }
 
     // Adds an e-node (or finds the existing equal one) and returns its class.
-    // Kept small and always inlined into rules (the compiler's own choice
-    // flips with unrelated changes): most calls find an existing node.
+    // Kept small and always inlined into rules, since most calls find an
+    // existing node and the lookup is the hot path of saturation.
     [[gnu::always_inline]] ClassId add(Symbol op, AttrId attr, std::span<const ClassId> children) {
         if (children.size() > kInlineChildren) return add_wide(op, attr, children);
         ClassId kids[kInlineChildren];
@@ -288,11 +288,9 @@ private:
         if (++slots_used_ * 2 > slots_.size()) grow();
     }
     // A small table grows fourfold: a saturation starts from a few hundred
-    // slots, and each rehash costs a mispredicted branch or two per entry
-    // (about 5% of a mid-sized saturation when growing twofold). Past 2^16
-    // slots the memory matters more, and it doubles. Out of line: it is rare,
-    // and inlined into insert() it made GCC call insert()'s vector pushes
-    // out of line instead (2% of ac_sum8).
+    // slots, and each rehash costs a mispredicted branch or two per entry.
+    // Past 2^16 slots the memory matters more, and it doubles. Out of line:
+    // it is rare, and keeping it out of insert() keeps insert() small.
     static constexpr int kQuadrupleBelowBits = 16;
     [[gnu::noinline]] void grow() {
         const int step = slot_bits_ < kQuadrupleBelowBits ? 2 : 1;
@@ -377,8 +375,8 @@ private:
         ++changes_;
         return c;
     }
-    // The per-node vectors grow fourfold while small, like the hash-cons:
-    // copying them as they doubled was 2-3% of a mid-sized saturation.
+    // The per-node vectors grow fourfold while small, like the hash-cons,
+    // so fewer copies are made while a saturation starts.
     static constexpr std::size_t kQuadrupleBelowNodes = std::size_t{1} << 16;
     [[gnu::noinline]] void reserve_nodes() {
         std::size_t n = records_.capacity() * (records_.capacity() < kQuadrupleBelowNodes ? 4 : 2);

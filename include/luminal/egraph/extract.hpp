@@ -1,7 +1,7 @@
 #pragma once
 // Choosing one e-node per e-class and lowering the choice to a Program.
-//  * cost model: bytes moved plus a per-kernel overhead, with arithmetic for
-//    GEMMs; symbolic sizes are costed at their current value or a default;
+//  * cost: the runtime's CostModel (egraph/cost_model.hpp) over the
+//    compilation's workloads, weighted;
 //  * extract_min_cost: the cheapest choice per class, shared subgraphs
 //    amortised over their users (always acyclic);
 //  * a Choice can also be edited by search; is_acyclic() checks it.
@@ -11,39 +11,13 @@
 #include <limits>
 #include <vector>
 
+#include "luminal/egraph/cost_model.hpp"
 #include "luminal/egraph/hlir.hpp"
 
 namespace luminal::egraph {
 
 inline constexpr ENodeId kNoChoice = std::numeric_limits<ENodeId>::max();
 using Choice = std::vector<ENodeId>;  // indexed by canonical class id
-
-// Sizes for costing: dims set in the graph, else a typical size.
-inline DynMap costing_dims(const DynMap& known, std::int64_t fallback = 256) {
-    DynMap out;
-    for (char c = 'a'; c <= 'z'; ++c) out.set(c, known.get(c).value_or(fallback));
-    for (char c = 'A'; c <= 'Z'; ++c) out.set(c, known.get(c).value_or(fallback));
-    return out;
-}
-
-inline double node_cost(const NodeSpec& s, const DynMap& dims) {
-    constexpr double kernel_overhead = 4096;  // bytes-equivalent of launching one more kernel
-    auto elements = [&](const Shape& shape) {
-        double n = 1;
-        for (auto& d : shape) n *= static_cast<double>(std::max<std::int64_t>(d.eval(dims), 0));
-        return n;
-    };
-    if (s.kind == symbol_of(OpKind::Input) || s.kind == symbol_of(OpKind::Constant)) return 1;
-    double bytes = elements(s.shape) * static_cast<double>(size_of(s.dtype));
-    for (auto& v : s.views) bytes += elements(v.dims()) * 4;
-    double cost = bytes + kernel_overhead;
-    if (s.kind == symbol_of(BackendOp::Matmul)) {
-        Shape a = s.views[0].dims();
-        double flops = 2 * elements(s.shape) * static_cast<double>(a.back().eval(dims));
-        cost += flops / 16;  // a GEMM does ~16 flops per byte-equivalent here
-    }
-    return cost;
-}
 
 // The cheapest e-node per class by amortised cost: a class used by u parent
 // classes passes 1/u of its cost to each. (Summed tree costs count a shared
@@ -53,8 +27,19 @@ inline double node_cost(const NodeSpec& s, const DynMap& dims) {
 // node that leads back to its own class, so the choice is then made top-down,
 // each class taking its cheapest node that does not reach a class whose choice
 // is still open above it: the result is always acyclic.
-inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const DynMap& dims) {
+inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const std::vector<Workload>& workloads,
+                               const CostModel& model) {
     constexpr double inf = std::numeric_limits<double>::infinity();
+    std::vector<DType> class_dtype(g.class_capacity(), DType::F32);
+    for (ENodeId n = 0; n < g.total_nodes(); ++n)
+        if (g.alive(n)) class_dtype[g.class_of(n)] = ctx.spec(g, n).dtype;
+    auto own_cost = [&](ENodeId n) {
+        std::vector<DType> inputs;
+        for (ClassId c : g.children(n)) inputs.push_back(class_dtype[g.find(c)]);
+        double seconds = 0;
+        for (const Workload& w : workloads) seconds += w.weight * node_seconds(ctx.spec(g, n), inputs, w.dims, model);
+        return seconds;
+    };
     std::vector<double> uses(g.class_capacity(), 0);
     {
         std::vector<std::uint64_t> edges;
@@ -73,7 +58,7 @@ inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const Dy
         changed = false;
         for (ENodeId n = 0; n < g.total_nodes(); ++n) {
             if (!g.alive(n)) continue;
-            double t = own[n] < 0 ? (own[n] = node_cost(ctx.spec(g, n), dims)) : own[n];
+            double t = own[n] < 0 ? (own[n] = own_cost(n)) : own[n];
             for (ClassId c : g.children(n)) {
                 const ClassId child = g.find(c);
                 t += cost[child] / std::max(uses[child], 1.0);

@@ -10,7 +10,7 @@
 
 #include "luminal/egraph/egraph.hpp"
 #include "luminal/graph/graph.hpp"
-#include "luminal/runtime/program.hpp"
+#include "luminal/graph/program.hpp"
 
 namespace luminal::egraph {
 

@@ -25,8 +25,7 @@ public:
     IdBlockPool& operator=(const IdBlockPool&) = delete;
 
     // A block of 2^size_class ids: a freed one, or carved from a slab (a
-    // saturation takes hundreds of fresh blocks, and one malloc each was
-    // about 2% of a small one).
+    // saturation takes hundreds of fresh blocks; a malloc each is not free).
     std::uint32_t* take(int size_class) {
         auto& blocks = free_[static_cast<std::size_t>(size_class)];
         if (!blocks.empty()) {

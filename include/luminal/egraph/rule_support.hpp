@@ -6,7 +6,6 @@
 namespace luminal::egraph {
 
 inline constexpr Symbol sym(OpKind k) { return symbol_of(k); }
-inline constexpr Symbol sym(BackendOp k) { return symbol_of(k); }
 
 // True when input i is read element for element: the producer's buffer in
 // order, with the consumer's own shape (so the producer can stand in for it).

@@ -2,8 +2,9 @@
 // Profiled search: start from the cost model's choice, then mutate it (re-pick
 // the e-node of 1-3 reachable classes), skip cyclic or already seen choices
 // (an order-independent XOR hash over (class, e-node) pairs, updated per
-// mutation), lower each candidate, run it on the runtime with safe dummy
-// inputs, and keep the fastest. A seeded generator makes it deterministic.
+// mutation), lower each candidate, time it on the runtime at each workload
+// with safe dummy inputs, and keep the fastest. A seeded generator makes it
+// deterministic.
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <random>
 #include <unordered_set>
 
+#include "luminal/egraph/compile_options.hpp"
 #include "luminal/egraph/extract.hpp"
 #include "luminal/graph/graph_tensor.hpp"
 
@@ -31,17 +33,21 @@ inline std::uint64_t choice_hash(const Choice& choice) {
     return h;
 }
 
-// Binds every program input to data that cannot fault: floats 1 (no zero into
+// Binds program inputs to data that cannot fault: floats 1 (no zero into
 // recip/log/mod), integers 0 (always an in-range index) except divisors of an
-// integer modulo, which get 1.
+// integer modulo, which get 1. Inputs of a static shape are bound once per
+// search (a candidate load keeps them); those whose shape uses a dim are
+// bound again for each workload.
 template <typename Runtime>
-void bind_dummy_inputs(Runtime& rt, const Program& p, const Graph& graph, const DynMap& dims) {
+void bind_dummy_inputs(Runtime& rt, const Program& p, const Graph& graph, const DynMap& dims, bool dynamic_only) {
     std::vector<bool> divisor(p.nodes.size(), false);
     for (auto& n : p.nodes)
         if (n.spec.kind == symbol_of(OpKind::Mod)) divisor[n.sources[1]] = true;
     for (std::uint32_t i = 0; i < p.nodes.size(); ++i) {
         const NodeSpec& s = p.nodes[i].spec;
         if (s.kind != symbol_of(OpKind::Input)) continue;
+        const bool dynamic = std::any_of(s.shape.begin(), s.shape.end(), [](auto& d) { return !d.dims().empty(); });
+        if (dynamic_only && !dynamic) continue;
         std::int64_t n = 1;
         for (auto& d : s.shape) n *= d.eval(dims);
         GraphTensor t(const_cast<Graph*>(&graph), s.hlir, ShapeTracker(s.shape), s.dtype);
@@ -50,20 +56,17 @@ void bind_dummy_inputs(Runtime& rt, const Program& p, const Graph& graph, const 
     }
 }
 
-// Median of a few timed executions, after one warm-up.
+// A candidate's weighted time over the workloads, on the runtime's own timer.
+// The first candidate binds every input; later ones keep the static ones.
 template <typename Runtime>
-double profile(Runtime& rt, const Program& p, const Graph& graph, const DynMap& dims) {
-    rt.load(p);
-    bind_dummy_inputs(rt, p, graph, dims);
-    rt.execute(dims);
-    std::vector<double> times;
-    for (int i = 0; i < 3; ++i) {
-        auto start = std::chrono::steady_clock::now();
-        rt.execute(dims);
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+double profile(Runtime& rt, const Program& p, const Graph& graph, const std::vector<Workload>& workloads, bool first) {
+    rt.load(p, first ? InputBinding::Drop : InputBinding::Keep);
+    double seconds = 0;
+    for (std::size_t w = 0; w < workloads.size(); ++w) {
+        bind_dummy_inputs(rt, p, graph, workloads[w].dims, !(first && w == 0));
+        seconds += workloads[w].weight * rt.time_execution(workloads[w].dims, 3);
     }
-    std::sort(times.begin(), times.end());
-    return times[1];
+    return seconds;
 }
 
 }  // namespace detail
@@ -137,8 +140,8 @@ struct SearchResult {
 
 template <typename Runtime>
 SearchResult search(const HlirEGraph& h, Runtime& rt, const Graph& graph, const CompileOptions& options, int verbosity) {
-    DynMap dims = costing_dims(graph.dyn_map());
-    CandidateGenerator candidates(h, extract_min_cost(h.graph, h.ctx, dims), options.seed);
+    const std::vector<Workload> workloads = costing_workloads(options.workloads, graph.dyn_map());
+    CandidateGenerator candidates(h, extract_min_cost(h.graph, h.ctx, workloads, rt.cost_model()), options.seed);
     SearchResult result;
     if (options.search_candidates <= 1 || !candidates.has_alternatives()) {
         result.program = lower(h.graph, h.ctx, candidates.base(), h.roots);
@@ -150,14 +153,16 @@ SearchResult search(const HlirEGraph& h, Runtime& rt, const Graph& graph, const 
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options.search_seconds;
     };
     bool interactive = verbosity >= 1 && isatty(STDERR_FILENO);
-    result.best_seconds = detail::profile(rt, lower(h.graph, h.ctx, candidates.base(), h.roots), graph, dims);
+    result.best_seconds = detail::profile(rt, lower(h.graph, h.ctx, candidates.base(), h.roots), graph, workloads, true);
     result.candidates = 1;
     while (result.candidates < options.search_candidates && !out_of_time()) {
         std::optional<Choice> candidate = candidates.next();
         if (!candidate) break;
         double t;
         try {
-            t = detail::profile(rt, lower(h.graph, h.ctx, *candidate, h.roots), graph, dims);
+            t = detail::profile(rt, lower(h.graph, h.ctx, *candidate, h.roots), graph, workloads, false);
+        } catch (const FatalError&) {
+            throw;  // the runtime is unusable: no later candidate can be measured
         } catch (const Error&) {
             continue;  // a candidate the runtime rejects (e.g. an unsupported layout) is just not a winner
         }

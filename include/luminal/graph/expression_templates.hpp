@@ -3,10 +3,14 @@
 // `a * b + c` has type Binary<add_fn, Binary<mul_fn, GraphTensor, GraphTensor>, GraphTensor>.
 // Nothing enters the graph until the expression is converted to a GraphTensor
 // (assignment, .eval(), or any non-elementwise op), at which point each level
-// emits its primitive decomposition, operands first, left to right.
+// emits its primitive decomposition, operands first, left to right. Each
+// subexpression is lowered once: the result is remembered in a cell its copies
+// share, so `auto t = a * b; t + t` or `t.sum(); t.max()` emit one Mul.
 // Operands are held by value (a GraphTensor is a small handle), so an `auto`
 // expression stays valid after the tensors it was built from go out of scope.
 #include <concepts>
+#include <memory>
+#include <optional>
 #include <type_traits>
 
 namespace luminal {
@@ -40,9 +44,13 @@ namespace detail {
 GraphTensor scalar_for(const Scalar& s, const GraphTensor& other);
 }
 
+// The tensor an expression was lowered to, once it has been.
+using LoweredCell = std::shared_ptr<std::optional<GraphTensor>>;
+
 template <typename Fn, typename A>
 struct Unary : TensorOps<Unary<Fn, A>> {
     A a;
+    LoweredCell lowered = std::make_shared<std::optional<GraphTensor>>();
     explicit Unary(A a_) : a(std::move(a_)) {}
     GraphTensor eval() const;
 };
@@ -52,6 +60,7 @@ struct Binary : TensorOps<Binary<Fn, A, B>> {
     static_assert(TensorLike<A> || TensorLike<B>, "a binary expression needs at least one tensor");
     A a;
     B b;
+    LoweredCell lowered = std::make_shared<std::optional<GraphTensor>>();
     Binary(A a_, B b_) : a(std::move(a_)), b(std::move(b_)) {}
     GraphTensor eval() const;
 };

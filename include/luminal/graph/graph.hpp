@@ -9,7 +9,6 @@
 
 #include "luminal/core/dtype.hpp"
 #include "luminal/core/error.hpp"
-#include "luminal/graph/compile_options.hpp"
 #include "luminal/graph/op.hpp"
 #include "luminal/shape/dyn_map.hpp"
 #include "luminal/shape/shape_tracker.hpp"
@@ -32,6 +31,7 @@ struct Node {
 };
 
 class GraphTensor;
+struct CompileOptions;  // egraph/compile_options.hpp
 
 class Graph {
 public:
@@ -43,7 +43,6 @@ public:
     GraphTensor tensor(const Shape& shape, DType dtype = DType::F32);
     GraphTensor named_tensor(std::string name, const Shape& shape, DType dtype = DType::F32);
     GraphTensor constant(double value, DType dtype = DType::F32);
-    GraphTensor constant_float(double value);
     // A tensor whose element i is `expr` evaluated at Expression::index() = i.
     GraphTensor iota(Expression expr, const Shape& shape, DType dtype = DType::I32);
     GraphTensor arange(Expression n, DType dtype = DType::I32);
@@ -68,11 +67,6 @@ public:
     const std::vector<NodeId>& outputs() const { return outputs_; }
     void mark_output(NodeId id) { outputs_.push_back(id); }
 
-    std::vector<NodeId> topological_order() const {
-        std::vector<NodeId> order(nodes_.size());
-        for (NodeId i = 0; i < order.size(); ++i) order[i] = i;
-        return order;
-    }
     // The Output node that publishes `id`, if any (`id` may itself be one).
     std::optional<NodeId> output_of(NodeId id) const {
         if (id < nodes_.size() && nodes_[id].op.kind == OpKind::Output) return id;
@@ -87,7 +81,9 @@ public:
     // program, loaded on `runtime`, which is returned ready for set_data and
     // execute (defined in egraph/compile.hpp).
     template <typename Runtime>
-    Runtime compile(Runtime runtime, const CompileOptions& options = {}) const;
+    Runtime compile(Runtime runtime) const;
+    template <typename Runtime>
+    Runtime compile(Runtime runtime, const CompileOptions& options) const;
 
 private:
     std::vector<Node> nodes_;
@@ -99,7 +95,7 @@ inline std::string Graph::to_dot() const {
     std::string out = "digraph hlir {\n  node [shape=box, fontname=monospace];\n";
     for (NodeId i = 0; i < nodes_.size(); ++i) {
         const Node& n = nodes_[i];
-        std::string label(name_of(n.op.kind));
+        std::string label(n.op.name());
         if (n.op.kind == OpKind::Input) label += fmt::format(" {}", n.op.label);
         if (n.op.kind == OpKind::Constant) label += fmt::format(" {}", n.op.value);
         if (n.op.kind == OpKind::Iota) label += fmt::format(" {}", n.op.iota);

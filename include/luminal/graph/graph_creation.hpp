@@ -18,8 +18,6 @@ inline GraphTensor Graph::named_tensor(std::string name, const Shape& shape, DTy
 
 inline GraphTensor Graph::constant(double value, DType dtype) { return detail::constant(*this, value, dtype); }
 
-inline GraphTensor Graph::constant_float(double value) { return constant(value, DType::F32); }
-
 inline GraphTensor Graph::iota(Expression expr, const Shape& shape, DType dtype) {
     check(is_integer(dtype), "iota", "dtype must be an integer type, got {}", name_of(dtype));
     return detail::source_node(*this, Op::index_expression(expr), shape, dtype);

@@ -277,20 +277,25 @@ template <typename D> GraphTensor TensorOps<D>::tril(int d) const { return ops::
 template <typename D> GraphTensor TensorOps<D>::triu(int d) const { return ops::triu(self(), d); }
 
 template <typename Fn, typename A>
-GraphTensor Unary<Fn, A>::eval() const { return Fn::apply(a.eval()); }
+GraphTensor Unary<Fn, A>::eval() const {
+    if (!*lowered) *lowered = Fn::apply(a.eval());
+    return **lowered;
+}
 
 template <typename Fn, typename A, typename B>
 GraphTensor Binary<Fn, A, B>::eval() const {
+    if (*lowered) return **lowered;
     if constexpr (std::is_same_v<A, Scalar>) {
         GraphTensor rhs = b.eval();
-        return Fn::apply(detail::scalar_for(a, rhs), rhs);
+        *lowered = Fn::apply(detail::scalar_for(a, rhs), rhs);
     } else if constexpr (std::is_same_v<B, Scalar>) {
         GraphTensor lhs = a.eval();
-        return Fn::apply(lhs, detail::scalar_for(b, lhs));
+        *lowered = Fn::apply(lhs, detail::scalar_for(b, lhs));
     } else {
         GraphTensor lhs = a.eval();
-        return Fn::apply(lhs, b.eval());
+        *lowered = Fn::apply(lhs, b.eval());
     }
+    return **lowered;
 }
 
 // torch.where(condition, a, b); a scalar branch takes the other branch's dtype.

@@ -16,11 +16,14 @@
 //                            out[indexes[i]] = src[i]; repeated indexes: the last write wins
 //  Cast                      to the node dtype (float -> int truncates toward zero)
 //  Input Constant Output     a bound buffer, a scalar, a graph result
+//  Custom                    an op declared as a type (graph/backend_op.hpp), in Op::payload
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "luminal/graph/backend_op.hpp"
 #include "luminal/shape/expression.hpp"
 
 namespace luminal {
@@ -31,6 +34,7 @@ enum class OpKind : std::uint8_t {
     Add, Mul, Mod, LessThan,
     SumReduce, MaxReduce,
     Iota, Gather, Scatter, Cast,
+    Custom,
 };
 
 constexpr std::string_view name_of(OpKind k) {
@@ -53,6 +57,7 @@ constexpr std::string_view name_of(OpKind k) {
         case OpKind::Gather: return "Gather";
         case OpKind::Scatter: return "Scatter";
         case OpKind::Cast: return "Cast";
+        case OpKind::Custom: return "Custom";
     }
     return "?";
 }
@@ -68,6 +73,7 @@ struct Op {
     double value = 0;      // Constant
     Expression iota;       // Iota
     std::string label;     // Input
+    std::shared_ptr<const OpPayload> payload;  // Custom
 
     explicit Op(OpKind k) : kind(k) {}
     static Op reduce(OpKind k, std::size_t axis) {
@@ -90,12 +96,24 @@ struct Op {
         op.label = std::move(label);
         return op;
     }
+    template <BackendOpType T>
+    static Op custom(T payload) {
+        Op op(OpKind::Custom);
+        op.payload = std::make_shared<PayloadOf<T>>(std::move(payload));
+        return op;
+    }
+    // The op's symbol: the primitive's, or the declared op's.
+    OpSymbol symbol() const { return payload ? payload->symbol() : static_cast<OpSymbol>(kind); }
+    std::string_view name() const { return payload ? payload->name() : name_of(kind); }
+    template <BackendOpType T>
+    const T* payload_as() const { return payload ? payload->as<T>() : nullptr; }
 
     // Constants compare by bit pattern, so NaN equals itself (and -0 differs
     // from 0): an op must equal itself for hash-consing.
     friend bool operator==(const Op& a, const Op& b) {
         return a.kind == b.kind && a.axis == b.axis && std::bit_cast<std::uint64_t>(a.value) == std::bit_cast<std::uint64_t>(b.value) &&
-               a.iota == b.iota && a.label == b.label;
+               a.iota == b.iota && a.label == b.label &&
+               (a.payload == b.payload || (a.payload && b.payload && a.payload->equals(*b.payload)));
     }
 };
 

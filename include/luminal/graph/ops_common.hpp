@@ -18,7 +18,7 @@ inline GraphTensor make_node(Op op, std::initializer_list<GraphTensor> inputs, S
     const GraphTensor& first = *inputs.begin();
     std::vector<NodeInput> edges;
     for (const GraphTensor& in : inputs) {
-        check_same_graph(first, in, name_of(op.kind).data());
+        check_same_graph(first, in, op.name().data());
         edges.push_back(NodeInput{in.id(), in.view()});
     }
     Graph& graph = first.graph();

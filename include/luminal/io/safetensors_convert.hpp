@@ -10,7 +10,7 @@
 // builds a HostBuffer of any luminal dtype.
 #include "luminal/core/dtype.hpp"
 #include "luminal/io/safetensors.hpp"
-#include "luminal/runtime/host_buffer.hpp"
+#include "luminal/core/host_buffer.hpp"
 
 #include <bit>
 #include <cmath>

@@ -21,10 +21,7 @@ class Session {
 public:
     // Compiles `model` for `runtime`; load_weights() must follow before forward().
     Session(CausalLm& model, Runtime runtime, const CompileOptions& options = {}) : model_(model) {
-        // Profiling runs need every dim; a one-token decode is the typical shape.
-        model_.graph->set_dim('s', 1);
-        model_.graph->set_dim('p', 0);
-        auto compiled = compile_with_report(*model_.graph, std::move(runtime), options);
+        auto compiled = compile_with_report(*model_.graph, std::move(runtime), with_typical_workloads(options));
         runtime_ = std::move(compiled.first);
         report_ = std::move(compiled.second);
     }
@@ -72,6 +69,22 @@ public:
     Runtime& runtime() { return runtime_; }
 
 private:
+    // Unless the caller chose workloads: a prompt and, weighted by the tokens
+    // a typical reply has, one decode step over a half-full cache, so the
+    // cost model and the profiler see attention at a size that matters.
+    CompileOptions with_typical_workloads(CompileOptions options) const {
+        if (!options.workloads.empty()) return options;
+        constexpr std::int64_t kPromptTokens = 64, kReplyTokens = 64;
+        const std::int64_t context = model_.options.context;
+        DynMap prompt, decode;
+        prompt.set('s', std::min(kPromptTokens, context));
+        prompt.set('p', 0);
+        decode.set('s', 1);
+        decode.set('p', context / 2);
+        options.workloads = {{prompt, 1}, {decode, static_cast<double>(kReplyTokens)}};
+        return options;
+    }
+
     CausalLm& model_;
     Runtime runtime_;
     CompileReport report_;

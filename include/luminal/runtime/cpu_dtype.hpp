@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "luminal/core/dtype.hpp"
-#include "luminal/runtime/host_buffer.hpp"
+#include "luminal/core/host_buffer.hpp"
 
 namespace luminal::cpu {
 

@@ -17,7 +17,8 @@
 
 #include "luminal/runtime/cpu_index_expr.hpp"
 #include "luminal/runtime/cpu_view.hpp"
-#include "luminal/runtime/program.hpp"
+#include "luminal/graph/program.hpp"
+#include "luminal/lowering/fused_elementwise.hpp"
 
 namespace luminal::cpu {
 

@@ -1,5 +1,5 @@
 #pragma once
-// BackendOp::Matmul on the CPU: out[.., i, j] = sum_k a[.., i, k] * b[.., j, k].
+// MatmulOp on the CPU: out[.., i, j] = sum_k a[.., i, k] * b[.., j, k].
 // f32 operands are handed to Eigen's GEMM in place whenever each 2-D slice is
 // row- or column-major with a unit inner stride (a transposed operand is just
 // the other layout); other strides are packed into a contiguous temporary.

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,20 +25,43 @@
 #include "luminal/runtime/cpu_fused.hpp"
 #include "luminal/runtime/cpu_indexing.hpp"
 #include "luminal/runtime/cpu_matmul.hpp"
+#include "luminal/runtime/cpu_op.hpp"
 #include "luminal/runtime/cpu_memory.hpp"
 #include "luminal/runtime/cpu_reduce.hpp"
 #include "luminal/runtime/cpu_rules.hpp"
 #include "luminal/runtime/cpu_view.hpp"
-#include "luminal/runtime/program.hpp"
+#include "luminal/graph/program.hpp"
+#include "luminal/lowering/fused_elementwise.hpp"
+#include "luminal/lowering/matmul.hpp"
+#include "luminal/runtime/runtime.hpp"
 
 namespace luminal {
 
 class CpuRuntime {
 public:
     // The search picks among core rewrites and the CPU kernels (Matmul, fused regions).
-    using Rules = egraph::concat_t<egraph::CoreRules, egraph::CpuRules>;
+    using Rules = egraph::CpuRules;
 
-    void load(const Program& program) {
+    // One core at about 10 GB/s; Eigen's GEMM does ~16 flops per byte streamed.
+    CostModel cost_model() const { return {1e10, 4.096e-7, 1.6e11}; }
+
+    // Lets programs use the user op T (see cpu_op.hpp): its cpu() runs it.
+    template <BackendOpType T>
+        requires CpuOp<T>
+    CpuRuntime& add_op() {
+        user_ops_[op_symbol<T>] = [](const OpPayload& payload, const CpuOpCall& call) {
+            const T* op = payload.as<T>();
+            check(op != nullptr, "CpuRuntime", "op '{}' has the symbol of '{}'", payload.name(), T::name);
+            op->cpu(call);
+        };
+        return *this;
+    }
+
+    void load(const Program& program, InputBinding binding = InputBinding::Drop) {
+        std::vector<std::optional<InputData>> kept(program.nodes.size());
+        if (binding == InputBinding::Keep)
+            for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
+                if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(inputs_[*old]);
         nodes_ = program.nodes;
         const std::size_t count = nodes_.size();
         plans_.assign(count, Plan{});
@@ -54,7 +79,7 @@ public:
             plans_[id] = plan(node, id);
         }
         plan_output_forwarding();
-        inputs_.assign(count, std::nullopt);
+        inputs_ = std::move(kept);
         outputs_.assign(count, cpu::AlignedBuffer{});
         computed_.assign(count, false);
         data_.assign(count, nullptr);
@@ -131,6 +156,8 @@ public:
         }
     }
 
+    double time_execution(const DynMap& dims, std::size_t reps) { return host_execution_seconds(*this, dims, reps); }
+
     std::vector<float> get_f32(const GraphTensor& t) const { return get<float>(t); }
     template <typename T>
     std::vector<T> get(const GraphTensor& t) const {
@@ -153,13 +180,16 @@ public:
     std::size_t peak_bytes() const { return pool_.held_bytes(); }
 
 private:
-    enum class Exec { Input, Output, Constant, Elementwise, Reduce, Gather, Scatter, Matmul };
+    enum class Exec { Input, Output, Constant, Elementwise, Reduce, Gather, Scatter, Matmul, UserOp };
+    using UserKernel = std::function<void(const OpPayload&, const CpuOpCall&)>;
     static constexpr cpu::BufferPool::BlockId kNoBlock = ~cpu::BufferPool::BlockId{0};
 
     struct Plan {
         Exec exec = Exec::Input;
         std::vector<std::uint32_t> sources;  // distinct
         std::shared_ptr<const cpu::FusedKernel> kernel;  // Output and Elementwise
+        UserKernel user;                                  // UserOp
+        std::vector<std::shared_ptr<const cpu::FusedKernel>> gathers;  // UserOp: copies each input's view contiguous
         std::optional<std::uint32_t> forward_to;  // writes straight into this Output's buffer
         bool forwarded = false;                   // Output whose producer wrote its buffer
     };
@@ -176,18 +206,32 @@ private:
         const NodeSpec& spec = node.spec;
         auto program = std::make_shared<FusedProgram>();
         auto kind = static_cast<OpKind>(spec.kind);
-        if (spec.kind == symbol_of(BackendOp::Matmul)) {
+        if (spec.payload_as<MatmulOp>()) {
             check(node.sources.size() == 2, "CpuRuntime::load", "Matmul node {} needs 2 inputs", id);
             p.exec = Exec::Matmul;
             return p;
         }
-        if (spec.kind == symbol_of(BackendOp::FusedElementwise)) {
-            check(spec.fused != nullptr, "CpuRuntime::load", "FusedElementwise node {} has no program", id);
+        if (const auto* fused = spec.payload_as<FusedElementwiseOp>()) {
+            check(fused->program != nullptr, "CpuRuntime::load", "FusedElementwise node {} has no program", id);
             p.exec = Exec::Elementwise;
-            p.kernel = std::make_shared<cpu::FusedKernel>(spec.fused, source_dtypes(node), spec.dtype, id);
+            p.kernel = std::make_shared<cpu::FusedKernel>(fused->program, source_dtypes(node), spec.dtype, id);
             return p;
         }
-        check(!is_backend_op(spec.kind), "CpuRuntime::load", "cannot run backend op {}", symbol_name(spec.kind));
+        if (spec.op.payload) {
+            auto user = user_ops_.find(spec.kind);
+            check(user != user_ops_.end(), "CpuRuntime::load",
+                  "node {}: the CPU runtime cannot run op '{}' (a user op needs CpuRuntime::add_op<{}>())", id,
+                  spec.op.name(), spec.op.name());
+            p.exec = Exec::UserOp;
+            p.user = user->second;
+            for (std::uint32_t k = 0; k < node.sources.size(); ++k) {
+                const DType t = nodes_[node.sources[k]].spec.dtype;
+                auto copy = std::make_shared<FusedProgram>();
+                copy->steps.push_back(FusedStep{OpKind::Cast, 0, 0, t, 0, Expression()});
+                p.gathers.push_back(std::make_shared<cpu::FusedKernel>(std::move(copy), std::vector<DType>{t}, t, id));
+            }
+            return p;
+        }
         switch (kind) {
             case OpKind::Input: p.exec = Exec::Input; return p;
             case OpKind::Constant: p.exec = Exec::Constant; return p;
@@ -226,6 +270,20 @@ private:
             plans_[id].forwarded = true;
         }
     }
+
+    // The index of the bound Input node in the current program that `input` stands for too.
+    std::optional<std::uint32_t> same_input(const NodeSpec& input) const {
+        if (input.kind != symbol_of(OpKind::Input)) return std::nullopt;
+        for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
+            const NodeSpec& s = nodes_[i].spec;
+            if (s.kind == input.kind && s.hlir == input.hlir && s.dtype == input.dtype && s.shape == input.shape &&
+                inputs_.size() == nodes_.size() && inputs_[i].has_value())
+                return i;
+        }
+        return std::nullopt;
+    }
+
+    void run_user_op(std::uint32_t id, std::vector<cpu::StridedView> views, const DynMap& dims);
 
     std::vector<DType> source_dtypes(const ProgramNode& node) const {
         std::vector<DType> out;
@@ -296,6 +354,7 @@ private:
     cpu::ReduceScratch reduce_scratch_;
     cpu::MatmulScratch matmul_scratch_;
     cpu::IndexScratch index_scratch_;
+    std::unordered_map<OpSymbol, UserKernel> user_ops_;
 };
 
 inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims) {
@@ -366,7 +425,33 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
             cpu::matmul(source_dtype(0), data_[node.sources[0]], spec.views[0], source_dtype(1),
                         data_[node.sources[1]], spec.views[1], dims, spec.dtype, out, n, id, matmul_scratch_);
             return;
+        case Exec::UserOp:
+            run_user_op(id, std::move(views), dims);
+            return;
     }
 }
 
+inline void CpuRuntime::run_user_op(std::uint32_t id, std::vector<cpu::StridedView> views, const DynMap& dims) {
+    const ProgramNode& node = nodes_[id];
+    const Plan& p = plans_[id];
+    std::vector<cpu::AlignedBuffer> copies;
+    std::vector<CpuTensor> inputs;
+    for (std::size_t k = 0; k < node.sources.size(); ++k) {
+        const DType t = nodes_[node.sources[k]].spec.dtype;
+        const std::int64_t count = views[k].numel();
+        copies.emplace_back(static_cast<std::size_t>(count) * size_of(t));
+        cpu::FusedKernel::Bound bound = p.gathers[k]->bind({views[k]}, {data_[node.sources[k]]}, dims);
+        p.gathers[k]->run(bound, copies.back().data(), 0, count, fused_scratch_);
+        std::vector<std::int64_t> dims_k;
+        for (auto& d : node.spec.views[k].dims()) dims_k.push_back(d.eval(dims));
+        inputs.push_back(CpuTensor{t, std::move(dims_k), copies.back().data()});
+    }
+    std::vector<std::int64_t> out_dims;
+    for (auto& d : node.spec.shape) out_dims.push_back(d.eval(dims));
+    const CpuTensor out{node.spec.dtype, std::move(out_dims), data_[id]};
+    p.user(*node.spec.op.payload, CpuOpCall{inputs, out, dims});
+}
+
 }  // namespace luminal
+
+static_assert(luminal::Runtime<luminal::CpuRuntime>);

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "luminal/egraph/rule.hpp"
+#include "luminal/core/host_buffer.hpp"
+#include "luminal/graph/backend_op.hpp"
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
-#include "luminal/runtime/bound_view.hpp"
-#include "luminal/runtime/host_buffer.hpp"
-#include "luminal/runtime/program.hpp"
+#include "luminal/graph/program.hpp"
+#include "luminal/runtime/runtime.hpp"
 
 namespace luminal {
 
@@ -26,11 +26,19 @@ public:
     // The oracle runs the graph exactly as written: no rewrite rules.
     using Rules = egraph::RuleSet<>;
 
-    // Backend ops (Matmul, FusedElementwise) run with their reference semantics
-    // too, so any candidate program can be checked against the unoptimised graph.
-    void load(const Program& program) {
+    // Nothing to tune: the defaults, so that extraction behaves as for any host runtime.
+    CostModel cost_model() const { return {}; }
+
+    // Backend ops run with their declared reference semantics too (an op
+    // without them is an Error naming it), so any candidate program can be
+    // checked against the unoptimised graph.
+    void load(const Program& program, InputBinding binding = InputBinding::Drop) {
+        std::vector<std::optional<HostBuffer>> kept(program.nodes.size());
+        if (binding == InputBinding::Keep)
+            for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
+                if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(buffers_[*old]);
         nodes_ = program.nodes;
-        buffers_.assign(nodes_.size(), std::nullopt);
+        buffers_ = std::move(kept);
         last_use_.assign(nodes_.size(), 0);
         for (std::uint32_t id = 0; id < nodes_.size(); ++id)
             for (std::uint32_t source : nodes_[id].sources) last_use_[source] = std::max(last_use_[source], id);
@@ -93,6 +101,8 @@ public:
         }
     }
 
+    double time_execution(const DynMap& dims, std::size_t reps) { return host_execution_seconds(*this, dims, reps); }
+
     std::vector<float> get_f32(const GraphTensor& t) const { return get<float>(t); }
     template <typename T>
     std::vector<T> get(const GraphTensor& t) const {
@@ -138,39 +148,23 @@ private:
         if (kind != OpKind::Input && kind != OpKind::Output && last_use_[source] == consumer) buffers_[source].reset();
     }
 
-    // Reads element `index` of an input through its view; padding reads 0.
-    struct InputReader {
-        const HostBuffer& buffer;
-        BoundView view;
-        std::uint32_t node;
-        std::int64_t position(std::int64_t index) const {
-            std::int64_t p = view.locate(index);
-            check(p < static_cast<std::int64_t>(buffer.size()), "ReferenceRuntime",
-                  "node {} reads position {} of a {}-element buffer (invalid view)", node, p, buffer.size());
-            return p;
+    // The index of the bound Input node in the current program that `input` stands for too.
+    std::optional<std::uint32_t> same_input(const NodeSpec& input) const {
+        if (input.kind != symbol_of(OpKind::Input)) return std::nullopt;
+        for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
+            const NodeSpec& s = nodes_[i].spec;
+            if (s.kind == input.kind && s.hlir == input.hlir && s.dtype == input.dtype && s.shape == input.shape &&
+                buffers_[i].has_value())
+                return i;
         }
-        double f(std::int64_t index) const {
-            std::int64_t p = position(index);
-            return p < 0 ? 0.0 : buffer.as_double(static_cast<std::size_t>(p));
-        }
-        std::int64_t i(std::int64_t index) const {
-            std::int64_t p = position(index);
-            return p < 0 ? 0 : buffer.as_int(static_cast<std::size_t>(p));
-        }
-        void copy_to(HostBuffer& out, std::size_t to, std::int64_t index) const {
-            std::int64_t p = position(index);
-            if (p < 0) out.store_int(to, 0);
-            else out.copy_element(to, buffer, static_cast<std::size_t>(p));
-        }
-    };
+        return std::nullopt;
+    }
 
-    InputReader reader(const ProgramNode& node, std::uint32_t id, std::size_t k, const DynMap& dims) const {
-        return InputReader{*buffers_[node.sources[k]], BoundView(node.spec.views[k], dims), id};
+    ReferenceInput reader(const ProgramNode& node, std::uint32_t id, std::size_t k, const DynMap& dims) const {
+        return ReferenceInput(*buffers_[node.sources[k]], node.spec.views[k], dims, id);
     }
 
     HostBuffer run(const ProgramNode& node, std::uint32_t id, std::int64_t n, const DynMap& dims) const;
-    void run_matmul(const ProgramNode& node, std::uint32_t id, HostBuffer& out, const DynMap& dims) const;
-    void run_fused(const ProgramNode& node, std::uint32_t id, HostBuffer& out, const DynMap& dims) const;
 
     std::vector<ProgramNode> nodes_;
     std::vector<std::optional<HostBuffer>> buffers_;
@@ -180,3 +174,5 @@ private:
 }  // namespace luminal
 
 #include "luminal/runtime/reference_kernels.hpp"
+
+static_assert(luminal::Runtime<luminal::ReferenceRuntime>);

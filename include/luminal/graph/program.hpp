@@ -16,63 +16,52 @@
 
 namespace luminal {
 
-// Backend ops share the symbol space of OpKind (primitives are below 64).
-enum class BackendOp : std::uint16_t {
-    Matmul = 64,            // inputs a [.., m, k], b [.., n, k] (b read transposed); out [.., m, n]
-    FusedElementwise = 65,  // a FusedProgram over its inputs, one pass, no intermediates
-};
+inline constexpr OpSymbol symbol_of(OpKind k) { return static_cast<OpSymbol>(k); }
+inline constexpr bool is_backend_op(OpSymbol symbol) { return symbol >= kFirstBackendSymbol; }
 
-inline constexpr std::uint16_t symbol_of(OpKind k) { return static_cast<std::uint16_t>(k); }
-inline constexpr std::uint16_t symbol_of(BackendOp k) { return static_cast<std::uint16_t>(k); }
-inline constexpr bool is_backend_op(std::uint16_t symbol) { return symbol >= 64; }
-
-inline std::string symbol_name(std::uint16_t symbol) {
-    if (symbol == symbol_of(BackendOp::Matmul)) return "Matmul";
-    if (symbol == symbol_of(BackendOp::FusedElementwise)) return "FusedElementwise";
+inline std::string symbol_name(OpSymbol symbol) {
+    if (is_backend_op(symbol)) return std::string(backend_op_name(symbol));
     return std::string(name_of(static_cast<OpKind>(symbol)));
 }
 
-// One step of a fused elementwise region. Operand slots below the region's
-// input count name its inputs; slot input_count + j names step j's result.
-struct FusedStep {
-    OpKind kind;  // a unary or binary primitive, Cast, Constant or Iota
-    std::uint16_t a = 0, b = 0;
-    DType dtype = DType::F32;
-    double value = 0;  // Constant
-    Expression iota;   // Iota
-    friend bool operator==(const FusedStep& x, const FusedStep& y) {  // constants by bit pattern, as in Op
-        return x.kind == y.kind && x.a == y.a && x.b == y.b && x.dtype == y.dtype && x.iota == y.iota &&
-               std::bit_cast<std::uint64_t>(x.value) == std::bit_cast<std::uint64_t>(y.value);
-    }
-};
-
-struct FusedProgram {
-    std::vector<FusedStep> steps;  // the last step is the region's result
-    friend bool operator==(const FusedProgram&, const FusedProgram&) = default;
-};
+// What load() does with the inputs bound to the program loaded before: drop
+// them, or keep each one the new program also has (the same HLIR Input, dtype
+// and shape), as the search does between candidates of one graph.
+enum class InputBinding { Drop, Keep };
 
 inline constexpr NodeId kNoHlirNode = std::numeric_limits<NodeId>::max();
 
 struct NodeSpec {
-    std::uint16_t kind;                          // symbol_of(OpKind) or symbol_of(BackendOp)
-    Op op{OpKind::Add};                          // primitive attributes (axis, constant, iota, label)
-    std::vector<ShapeTracker> views;             // one per input
-    Shape shape;                                 // of the contiguous output
+    OpSymbol kind;                   // op.symbol()
+    Op op{OpKind::Add};              // attributes: axis, constant, iota, label, or a backend op's payload
+    std::vector<ShapeTracker> views; // one per input
+    Shape shape;                     // of the contiguous output
     DType dtype = DType::F32;
-    std::shared_ptr<const FusedProgram> fused;   // FusedElementwise only
-    NodeId hlir = kNoHlirNode;                   // Input and Output: the HLIR node they stand for
+    NodeId hlir = kNoHlirNode;       // Input and Output: the HLIR node they stand for
+
+    // A backend op node with payload `op` reading its inputs through `views`.
+    template <BackendOpType T>
+    static NodeSpec backend(T op, std::vector<ShapeTracker> views, Shape shape, DType dtype) {
+        NodeSpec s;
+        s.op = Op::custom(std::move(op));
+        s.kind = s.op.symbol();
+        s.views = std::move(views);
+        s.shape = std::move(shape);
+        s.dtype = dtype;
+        return s;
+    }
+    template <BackendOpType T>
+    const T* payload_as() const { return op.payload_as<T>(); }
 
     bool operator==(const NodeSpec& o) const {
-        bool same_fused = fused == o.fused || (fused && o.fused && *fused == *o.fused);
-        return kind == o.kind && op == o.op && views == o.views && shape == o.shape && dtype == o.dtype &&
-               same_fused && hlir == o.hlir;
+        return kind == o.kind && op == o.op && views == o.views && shape == o.shape && dtype == o.dtype && hlir == o.hlir;
     }
     std::size_t hash() const {
         std::size_t h = kind * 0x9E3779B97F4A7C15ull ^ static_cast<std::size_t>(dtype) ^ (std::size_t{hlir} << 20);
         h = h * 31 + std::bit_cast<std::uint64_t>(op.value) + op.axis * 7 + op.iota.hash();
+        if (op.payload) h = h * 0x100000001B3ull ^ op.payload->hash();
         for (auto& v : views) h = h * 1000003u ^ v.hash();
         for (auto& d : shape) h = h * 131u ^ d.hash();
-        if (fused) h ^= fused->steps.size() * 0x51ED27u;
         return h;
     }
 };
@@ -147,7 +136,7 @@ inline Program program_of(const Graph& graph) {
     for (NodeId id = 0; id < graph.size(); ++id) {
         const Node& n = graph.node(id);
         ProgramNode out;
-        out.spec.kind = symbol_of(n.op.kind);
+        out.spec.kind = n.op.symbol();
         out.spec.op = n.op;
         out.spec.shape = n.shape;
         out.spec.dtype = n.dtype;
@@ -171,7 +160,10 @@ inline std::string Program::to_string() const {
         if (s.kind == symbol_of(OpKind::Iota)) out += fmt::format(" {}", s.op.iota);
         if (s.kind == symbol_of(OpKind::SumReduce) || s.kind == symbol_of(OpKind::MaxReduce))
             out += fmt::format(" axis={}", s.op.axis);
-        if (s.fused) out += fmt::format(" steps={}", s.fused->steps.size());
+        if (s.op.payload) {
+            std::string attributes = s.op.payload->attributes();
+            if (!attributes.empty()) out += " " + attributes;
+        }
         out += "(";
         for (std::size_t k = 0; k < nodes[i].sources.size(); ++k) {
             out += fmt::format("{}%{}", k ? ", " : "", nodes[i].sources[k]);

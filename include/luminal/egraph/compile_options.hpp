@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "luminal/egraph/cost_model.hpp"
 #include "luminal/egraph/runner.hpp"
 
 namespace luminal {
@@ -19,6 +22,10 @@ struct CompileOptions {
     // program.txt and program.dot there.
     std::string dump_dir;
     egraph::Limits saturation;
+    // The shapes to price and profile candidates at, each weighted by how
+    // often it runs (a model session: a decode step at a mid-size cache and a
+    // prompt). Empty: the graph's dims as set, unset ones at 256.
+    std::vector<Workload> workloads;
 };
 
 }  // namespace luminal

@@ -1,0 +1,69 @@
+#pragma once
+// The cost model the extractor prices e-nodes with: estimated seconds from
+// three numbers each runtime states for its hardware (Runtime::cost_model()),
+// and from what a node moves and computes at representative sizes.
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "luminal/graph/program.hpp"
+#include "luminal/shape/dyn_map.hpp"
+
+namespace luminal {
+
+struct CostModel {
+    double bytes_per_second = 1e10;   // memory bandwidth a kernel streams at
+    double launch_seconds = 4e-7;     // fixed cost of running one more kernel
+    double flops_per_second = 1.6e11; // arithmetic rate of a backend op's flops()
+};
+
+// Sizes a compilation is priced and profiled at, and how often each runs.
+struct Workload {
+    DynMap dims;
+    double weight = 1;
+};
+
+// Dims for costing: those set, else a typical size.
+inline DynMap costing_dims(const DynMap& known, std::int64_t fallback = 256) {
+    DynMap out;
+    for (char c = 'a'; c <= 'z'; ++c) out.set(c, known.get(c).value_or(fallback));
+    for (char c = 'A'; c <= 'Z'; ++c) out.set(c, known.get(c).value_or(fallback));
+    return out;
+}
+
+// The workloads a compilation uses: the given ones, else the graph's dims.
+// Unset dims are costed at a typical size either way.
+inline std::vector<Workload> costing_workloads(const std::vector<Workload>& given, const DynMap& graph_dims) {
+    std::vector<Workload> out;
+    if (given.empty()) out.push_back({costing_dims(graph_dims), 1});
+    for (const Workload& w : given) {
+        DynMap dims = graph_dims;
+        for (char c = 'a'; c <= 'z'; ++c)
+            if (auto v = w.dims.get(c)) dims.set(c, *v);
+        for (char c = 'A'; c <= 'Z'; ++c)
+            if (auto v = w.dims.get(c)) dims.set(c, *v);
+        out.push_back({costing_dims(dims), w.weight});
+    }
+    return out;
+}
+
+// Seconds one execution of node `s` takes under `model`: its output and its
+// inputs (of the given dtypes) streamed once, one launch, and the arithmetic
+// a backend op declares.
+inline double node_seconds(const NodeSpec& s, std::span<const DType> input_dtypes, const DynMap& dims, const CostModel& model) {
+    if (s.kind == symbol_of(OpKind::Input) || s.kind == symbol_of(OpKind::Constant)) return 1 / model.bytes_per_second;
+    auto elements = [&](const Shape& shape) {
+        double n = 1;
+        for (auto& d : shape) n *= static_cast<double>(std::max<std::int64_t>(d.eval(dims), 0));
+        return n;
+    };
+    double bytes = elements(s.shape) * static_cast<double>(size_of(s.dtype));
+    for (std::size_t k = 0; k < s.views.size(); ++k)
+        bytes += elements(s.views[k].dims()) * static_cast<double>(size_of(k < input_dtypes.size() ? input_dtypes[k] : s.dtype));
+    double seconds = model.launch_seconds + bytes / model.bytes_per_second;
+    if (s.op.payload) seconds += s.op.payload->flops(OpCostQuery{s.views, s.shape, s.dtype, dims}) / model.flops_per_second;
+    return seconds;
+}
+
+}  // namespace luminal

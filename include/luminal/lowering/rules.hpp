@@ -1,0 +1,256 @@
+#pragma once
+// Backend-neutral lowering rules: alternatives any backend that implements
+// the LLIR ops Matmul and FusedElementwise may take.
+//  * expand . mul . sum_reduce over the last axis is a GEMM (Matmul);
+//  * elementwise primitives become single-step FusedElementwise regions, and a
+//    region absorbs a fused producer it reads element for element, or a
+//    scalar Constant / an Iota input as a step, so chains run in one pass.
+// Region size is capped so rewriting stays linear in practice.
+#include "luminal/egraph/rule_support.hpp"
+#include "luminal/lowering/fused_elementwise.hpp"
+#include "luminal/lowering/matmul.hpp"
+
+namespace luminal::egraph {
+
+// SumReduce(Mul(a, b)) over the last axis where the Mul reads a broadcast over
+// n and b broadcast over m: out[.., i, j] = sum_k a[.., i, k] * b[.., j, k].
+struct MatmulFromMulSum {
+    static constexpr std::string_view name = "matmul-from-mul-sum";
+    using pattern = Pat<sym(OpKind::SumReduce), Pat<sym(OpKind::Mul), Var<0>, Var<1>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
+        const NodeSpec& sum = ctx.spec(g, m.node(0));
+        const NodeSpec& mul = ctx.spec(g, m.node(1));
+        std::size_t r = mul.shape.size();
+        if (r < 3 || sum.op.axis != r - 1 || !sum.views[0].is_contiguous() || mul.dtype == DType::Bool) return false;
+        auto broadcast = [](const ShapeTracker& v, std::size_t axis) {
+            return v.is_broadcast(axis) && v.axis_fully_valid(axis);
+        };
+        return broadcast(mul.views[0], r - 2) && broadcast(mul.views[1], r - 3);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
+        const NodeSpec& sum = ctx.spec(g, m.node(0));
+        const NodeSpec& mul = ctx.spec(g, m.node(1));
+        std::size_t r = mul.shape.size();
+        NodeSpec gemm = NodeSpec::backend(
+            MatmulOp{}, {mul.views[0].remove_broadcast_axis(r - 2), mul.views[1].remove_broadcast_axis(r - 3)}, sum.shape,
+            sum.dtype);
+        ClassId children[] = {m.var(0), m.var(1)};
+        g.merge(m.root(g), add_spec(g, ctx, std::move(gemm), children));
+    }
+};
+
+inline constexpr std::size_t kMaxFusedSteps = 32;
+inline constexpr std::size_t kMaxFusedInputs = 8;
+
+namespace detail {
+
+inline const FusedProgram& region_program(const NodeSpec& s) { return *s.payload_as<FusedElementwiseOp>()->program; }
+inline void set_region_program(NodeSpec& s, std::shared_ptr<const FusedProgram> program) {
+    s.op = Op::custom(FusedElementwiseOp{std::move(program)});
+    s.kind = s.op.symbol();
+}
+
+inline bool binary_step(OpKind k) { return is_binary(k); }
+inline bool reads_operand(OpKind k) { return k != OpKind::Constant && k != OpKind::Iota; }
+
+// Rewrites a region's operand slots through `map` (input slot -> new slot) and
+// shifts step slots from `old_inputs + j` to `new_inputs + offset + j`.
+inline FusedStep remap(FusedStep step, const std::vector<std::uint16_t>& map, std::size_t old_inputs,
+                       std::size_t new_inputs, std::size_t offset) {
+    auto slot = [&](std::uint16_t s) {
+        return s < old_inputs ? map[s] : static_cast<std::uint16_t>(new_inputs + offset + (s - old_inputs));
+    };
+    if (reads_operand(step.kind)) step.a = slot(step.a);
+    if (binary_step(step.kind)) step.b = slot(step.b);
+    return step;
+}
+
+struct Region {
+    std::vector<ClassId> children;
+    std::vector<ShapeTracker> views;
+    std::uint16_t input(ClassId c, const ShapeTracker& v) {
+        for (std::size_t i = 0; i < children.size(); ++i)
+            if (children[i] == c && views[i] == v) return static_cast<std::uint16_t>(i);
+        children.push_back(c);
+        views.push_back(v);
+        return static_cast<std::uint16_t>(children.size() - 1);
+    }
+};
+
+// Rewrites a region into canonical form: steps in operand-first order from the
+// result, commutative operands sorted by a structural hash, equal steps shared,
+// inputs numbered by first use. Regions that differ only in the order they
+// were grown, or in the operand order of + and *, become one e-node.
+inline void canonicalize(NodeSpec& f, std::vector<ClassId>& children) {
+    const std::size_t n_in = children.size(), n_steps = region_program(f).steps.size();
+    std::vector<FusedStep> steps = region_program(f).steps;
+    std::vector<std::uint64_t> hash(n_in + n_steps);
+    for (std::size_t i = 0; i < n_in; ++i) hash[i] = (std::uint64_t{children[i]} * 0x9E3779B97F4A7C15ull) ^ f.views[i].hash();
+    for (std::size_t j = 0; j < n_steps; ++j) {
+        FusedStep& st = steps[j];
+        if ((st.kind == OpKind::Add || st.kind == OpKind::Mul) && hash[st.b] < hash[st.a]) std::swap(st.a, st.b);
+        std::uint64_t h = (static_cast<std::uint64_t>(st.kind) << 8 | static_cast<std::uint64_t>(st.dtype)) * 0x100000001B3ull;
+        h ^= std::bit_cast<std::uint64_t>(st.value) + st.iota.structural_key() * 31;
+        if (reads_operand(st.kind)) h = (h ^ hash[st.a]) * 0x9E3779B97F4A7C15ull;
+        if (binary_step(st.kind)) h = (h ^ (hash[st.b] >> 1)) * 0xC2B2AE3D27D4EB4Full;
+        hash[n_in + j] = h;
+    }
+    // Post-order of the slots the result depends on (operand a before b).
+    std::vector<std::size_t> order;
+    std::vector<std::uint8_t> seen(n_in + n_steps, 0);
+    std::vector<std::pair<std::size_t, bool>> stack{{n_in + n_steps - 1, false}};
+    while (!stack.empty()) {
+        auto [slot, expanded] = stack.back();
+        stack.pop_back();
+        if (seen[slot] == 2) continue;
+        if (slot < n_in || expanded) {
+            seen[slot] = 2;
+            order.push_back(slot);
+            continue;
+        }
+        seen[slot] = 1;
+        stack.push_back({slot, true});
+        const FusedStep& st = steps[slot - n_in];
+        if (binary_step(st.kind)) stack.push_back({st.b, false});
+        if (reads_operand(st.kind)) stack.push_back({st.a, false});
+    }
+    std::vector<std::uint16_t> new_slot(n_in + n_steps, 0);
+    std::vector<ClassId> new_children;
+    std::vector<ShapeTracker> new_views;
+    for (std::size_t slot : order)
+        if (slot < n_in) {
+            new_slot[slot] = static_cast<std::uint16_t>(new_children.size());
+            new_children.push_back(children[slot]);
+            new_views.push_back(f.views[slot]);
+        }
+    auto program = std::make_shared<FusedProgram>();
+    for (std::size_t slot : order) {
+        if (slot < n_in) continue;
+        FusedStep step = steps[slot - n_in];
+        if (reads_operand(step.kind)) step.a = new_slot[step.a];
+        if (binary_step(step.kind)) step.b = new_slot[step.b];
+        auto same = std::find(program->steps.begin(), program->steps.end(), step);
+        if (same == program->steps.end()) same = program->steps.insert(program->steps.end(), step);
+        new_slot[slot] = static_cast<std::uint16_t>(new_children.size() + static_cast<std::size_t>(same - program->steps.begin()));
+    }
+    f.views = std::move(new_views);
+    set_region_program(f, std::move(program));
+    children = std::move(new_children);
+}
+
+// Replaces input `i` of region f by `prefix` steps (computing it) whose own
+// inputs are `prefix_inputs`; returns the merged region spec and children.
+inline std::pair<NodeSpec, std::vector<ClassId>> splice(const NodeSpec& f, std::span<const ClassId> f_kids, std::size_t i,
+                                                        const std::vector<FusedStep>& prefix,
+                                                        const std::vector<std::pair<ClassId, ShapeTracker>>& prefix_inputs) {
+    Region region;
+    std::vector<std::uint16_t> f_map(f.views.size()), p_map(prefix_inputs.size());
+    for (std::size_t k = 0; k < f.views.size(); ++k)
+        if (k != i) f_map[k] = region.input(f_kids[k], f.views[k]);
+    for (std::size_t k = 0; k < prefix_inputs.size(); ++k) p_map[k] = region.input(prefix_inputs[k].first, prefix_inputs[k].second);
+    std::size_t n = region.children.size();
+    auto program = std::make_shared<FusedProgram>();
+    for (const FusedStep& s : prefix) program->steps.push_back(remap(s, p_map, prefix_inputs.size(), n, 0));
+    f_map[i] = static_cast<std::uint16_t>(n + prefix.size() - 1);  // the prefix's result
+    for (const FusedStep& s : region_program(f).steps) program->steps.push_back(remap(s, f_map, f.views.size(), n, prefix.size()));
+    NodeSpec out = f;
+    out.views = region.views;
+    detail::set_region_program(out, std::move(program));
+    std::vector<ClassId> children = std::move(region.children);
+    canonicalize(out, children);
+    return {std::move(out), std::move(children)};
+}
+
+}  // namespace detail
+
+constexpr std::string_view to_fused_name(OpKind k) {
+    switch (k) {
+        case OpKind::Log2: return "log2-to-fused";
+        case OpKind::Exp2: return "exp2-to-fused";
+        case OpKind::Sin: return "sin-to-fused";
+        case OpKind::Sqrt: return "sqrt-to-fused";
+        case OpKind::Recip: return "recip-to-fused";
+        case OpKind::Add: return "add-to-fused";
+        case OpKind::Mul: return "mul-to-fused";
+        case OpKind::Mod: return "mod-to-fused";
+        case OpKind::LessThan: return "less-than-to-fused";
+        default: return "cast-to-fused";
+    }
+}
+
+// One elementwise primitive as a one-step region over the same inputs.
+template <OpKind K>
+struct ToFused {
+    static constexpr std::string_view name = to_fused_name(K);
+    using pattern = AnyArity<sym(K)>;
+    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
+        NodeSpec s = ctx.spec(g, m.node(0));
+        auto program = std::make_shared<FusedProgram>();
+        program->steps.push_back(FusedStep{K, 0, static_cast<std::uint16_t>(s.views.size() > 1 ? 1 : 0), s.dtype, 0, {}});
+        detail::set_region_program(s, std::move(program));
+        auto kids = g.children(m.node(0));
+        std::vector<ClassId> children(kids.begin(), kids.end());
+        detail::canonicalize(s, children);
+        g.merge(m.root(g), add_spec(g, ctx, std::move(s), children));
+    }
+};
+
+// A region grows by one level at a time: it absorbs everything it reads
+// element for element at once (one-step producer regions, scalar constants,
+// index expressions). Growing level by level gives each root one region per
+// depth; absorbing producers one by one would enumerate every connected
+// sub-DAG, which is exponential on expressions like gelu.
+struct FuseProducer {
+    static constexpr std::string_view name = "fuse-producer";
+    using pattern = AnyArity<op_symbol<FusedElementwiseOp>>;
+    static constexpr bool reads_child_classes = true;
+
+    // The steps computing input (c, view) inside a region, if it can be absorbed.
+    static std::optional<std::pair<std::vector<FusedStep>, std::vector<std::pair<ClassId, ShapeTracker>>>> absorbable(
+        const EGraph& g, const HlirContext& ctx, ClassId c, const ShapeTracker& view, const Shape& shape) {
+        for (ENodeId p : g.class_nodes(c)) {
+            if (!g.alive(p)) continue;
+            const NodeSpec& ps = ctx.spec(g, p);
+            if (ps.kind == sym(OpKind::Constant) && !has_padding(view))
+                return {{{FusedStep{OpKind::Constant, 0, 0, ps.dtype, ps.op.value, {}}}, {}}};
+            if (ps.kind == sym(OpKind::Iota) && !has_padding(view))
+                return {{{FusedStep{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())}}, {}}};
+            if (ps.kind == op_symbol<FusedElementwiseOp> && detail::region_program(ps).steps.size() == 1 && view.is_contiguous() &&
+                view.dims() == shape) {
+                auto kids = g.children(p);
+                std::vector<std::pair<ClassId, ShapeTracker>> inputs;
+                for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), ps.views[k]});
+                return {{detail::region_program(ps).steps, inputs}};
+            }
+        }
+        return std::nullopt;
+    }
+
+    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
+        NodeSpec region = ctx.spec(g, m.node(0));
+        auto kids_span = g.children(m.node(0));
+        std::vector<ClassId> kids(kids_span.begin(), kids_span.end());
+        std::vector<std::pair<ClassId, ShapeTracker>> frontier;
+        for (std::size_t i = 0; i < kids.size(); ++i) frontier.push_back({g.find(kids[i]), region.views[i]});
+        bool grew = false;
+        for (auto& [c, view] : frontier) {
+            auto inner = absorbable(g, ctx, c, view, region.shape);
+            if (!inner) continue;
+            // Canonicalisation reorders inputs: find this one again.
+            std::size_t i = 0;
+            while (i < kids.size() && !(g.find(kids[i]) == c && region.views[i] == view)) ++i;
+            if (i == kids.size()) continue;
+            std::tie(region, kids) = detail::splice(region, kids, i, inner->first, inner->second);
+            grew = true;
+        }
+        if (!grew || detail::region_program(region).steps.size() > kMaxFusedSteps || kids.size() > kMaxFusedInputs) return;
+        ClassId root = m.root(g);
+        g.merge(root, add_spec(g, ctx, std::move(region), kids));
+    }
+};
+
+using LoweringRules = RuleSet<MatmulFromMulSum, ToFused<OpKind::Log2>, ToFused<OpKind::Exp2>, ToFused<OpKind::Sin>,
+                              ToFused<OpKind::Sqrt>, ToFused<OpKind::Recip>, ToFused<OpKind::Add>, ToFused<OpKind::Mul>,
+                              ToFused<OpKind::Mod>, ToFused<OpKind::LessThan>, ToFused<OpKind::Cast>, FuseProducer>;
+
+}  // namespace luminal::egraph
