@@ -52,7 +52,8 @@ void bind_dummy_inputs(Runtime& rt, const Program& p, const Graph& graph, const 
 
 // Median of a few timed executions, after one warm-up.
 template <typename Runtime>
-double profile(Runtime& rt, const Program& p, const Graph& graph, const DynMap& dims) {
+double profile(Runtime& rt, Program p, const Graph& graph, const DynMap& dims) {
+    p.carried = graph.carried();  // timed with the in-place state updates the final program gets
     rt.load(p);
     bind_dummy_inputs(rt, p, graph, dims);
     rt.execute(dims);

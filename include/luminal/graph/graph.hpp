@@ -33,6 +33,14 @@ struct Node {
 
 class GraphTensor;
 
+// State one execution hands to the next: after each execute(), the values of
+// `output` (an Output node) become the data of `input` (an Input node).
+struct CarriedState {
+    NodeId output;
+    NodeId input;
+    friend bool operator==(const CarriedState&, const CarriedState&) = default;
+};
+
 class Graph {
 public:
     Graph() = default;
@@ -68,6 +76,13 @@ public:
     const std::vector<NodeId>& outputs() const { return outputs_; }
     void mark_output(NodeId id) { outputs_.push_back(id); }
 
+    // Declares that after every execution the values of `output` (marked
+    // .output()) become the data of `input` for the next one (a KV cache):
+    // same shape and dtype, and each input and output carried at most once.
+    // Runtimes may then update the input in place (defined in graph_creation.hpp).
+    void carry(const GraphTensor& output, const GraphTensor& input);
+    const std::vector<CarriedState>& carried() const { return carried_; }
+
     std::vector<NodeId> topological_order() const {
         std::vector<NodeId> order(nodes_.size());
         for (NodeId i = 0; i < order.size(); ++i) order[i] = i;
@@ -92,6 +107,7 @@ public:
 private:
     std::vector<Node> nodes_;
     std::vector<NodeId> outputs_;
+    std::vector<CarriedState> carried_;
     DynMap dyn_map_;
 };
 
