@@ -45,6 +45,7 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
     auto start = std::chrono::steady_clock::now();
     egraph::SearchResult found = egraph::search(h, runtime, graph, options, verbosity);
     report.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    found.program.carried = graph.carried();
     report.candidates = found.candidates;
     report.best_seconds = found.best_seconds;
     if (verbosity >= 2) std::fputs(report.saturation.to_string().c_str(), stderr);

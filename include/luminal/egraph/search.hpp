@@ -59,7 +59,8 @@ void bind_dummy_inputs(Runtime& rt, const Program& p, const Graph& graph, const 
 // A candidate's weighted time over the workloads, on the runtime's own timer.
 // The first candidate binds every input; later ones keep the static ones.
 template <typename Runtime>
-double profile(Runtime& rt, const Program& p, const Graph& graph, const std::vector<Workload>& workloads, bool first) {
+double profile(Runtime& rt, Program p, const Graph& graph, const std::vector<Workload>& workloads, bool first) {
+    p.carried = graph.carried();  // timed with the in-place state updates the final program gets
     rt.load(p, first ? InputBinding::Drop : InputBinding::Keep);
     double seconds = 0;
     for (std::size_t w = 0; w < workloads.size(); ++w) {

@@ -33,6 +33,14 @@ struct Node {
 class GraphTensor;
 struct CompileOptions;  // egraph/compile_options.hpp
 
+// State one execution hands to the next: after each execute(), the values of
+// `output` (an Output node) become the data of `input` (an Input node).
+struct CarriedState {
+    NodeId output;
+    NodeId input;
+    friend bool operator==(const CarriedState&, const CarriedState&) = default;
+};
+
 class Graph {
 public:
     Graph() = default;
@@ -67,6 +75,12 @@ public:
     const std::vector<NodeId>& outputs() const { return outputs_; }
     void mark_output(NodeId id) { outputs_.push_back(id); }
 
+    // Declares that after every execution the values of `output` (marked
+    // .output()) become the data of `input` for the next one (a KV cache):
+    // same shape and dtype, and each input and output carried at most once.
+    // Runtimes may then update the input in place (defined in graph_creation.hpp).
+    void carry(const GraphTensor& output, const GraphTensor& input);
+    const std::vector<CarriedState>& carried() const { return carried_; }
     // The Output node that publishes `id`, if any (`id` may itself be one).
     std::optional<NodeId> output_of(NodeId id) const {
         if (id < nodes_.size() && nodes_[id].op.kind == OpKind::Output) return id;
@@ -88,6 +102,7 @@ public:
 private:
     std::vector<Node> nodes_;
     std::vector<NodeId> outputs_;
+    std::vector<CarriedState> carried_;
     DynMap dyn_map_;
 };
 

@@ -1,5 +1,6 @@
 #pragma once
-// Graph members that create source tensors (inputs, constants, iota).
+// Graph members that need GraphTensor: source tensors (inputs, constants,
+// iota) and carried state.
 #include <cmath>
 
 #include "luminal/graph/ops_common.hpp"
@@ -39,6 +40,37 @@ inline GraphTensor Graph::arange_options(double start, double end, double step, 
         return ops::cast(positions * static_cast<std::int64_t>(step) + static_cast<std::int64_t>(start), dtype);
     }
     return ops::cast(ops::cast(positions, DType::F32) * step + start, dtype);
+}
+
+inline void Graph::carry(const GraphTensor& output, const GraphTensor& input) {
+    check(&output.graph() == this && &input.graph() == this, "carry", "tensors belong to another graph");
+    const Node& in = nodes_[input.id()];
+    std::optional<NodeId> out = output_of(output.id());
+    auto describe_input = [&] {
+        const bool is_input = in.op.kind == OpKind::Input;
+        return fmt::format("{}node {} ({} {} {})", is_input ? "input " : "", input.id(),
+                           is_input ? std::string_view(in.op.label) : name_of(in.op.kind), to_string(in.shape),
+                           name_of(in.dtype));
+    };
+    auto describe_output = [&] {
+        const Node& o = nodes_[out.value_or(output.id())];
+        return fmt::format("{} node {} ({} {})", out ? "output" : name_of(o.op.kind), out.value_or(output.id()),
+                           to_string(o.shape), name_of(o.dtype));
+    };
+    check(out.has_value(), "carry", "{} is not an output (call .output() on it) so it cannot be carried into {}",
+          describe_output(), describe_input());
+    check(in.op.kind == OpKind::Input, "carry", "{} cannot carry into {}: that is not an Input", describe_output(),
+          describe_input());
+    const Node& o = nodes_[*out];
+    check(o.shape == in.shape && o.dtype == in.dtype, "carry", "{} cannot carry into {}: shapes or dtypes differ",
+          describe_output(), describe_input());
+    for (const CarriedState& c : carried_) {
+        check(c.input != input.id(), "carry", "{} cannot carry into {}: output node {} already does", describe_output(),
+              describe_input(), c.output);
+        check(c.output != *out, "carry", "{} cannot carry into {}: it already carries into input node {}",
+              describe_output(), describe_input(), c.input);
+    }
+    carried_.push_back({*out, input.id()});
 }
 
 inline Expression GraphTensor::dim(int axis) const {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "luminal/graph/graph.hpp"
@@ -73,6 +74,7 @@ struct ProgramNode {
 
 struct Program {
     std::vector<ProgramNode> nodes;  // in execution order
+    std::vector<CarriedState> carried;  // by HLIR ids, as Graph::carried()
 
     // The program node standing for an HLIR Input or Output node, if any.
     std::optional<std::uint32_t> find_hlir(NodeId hlir, OpKind kind) const {
@@ -113,6 +115,19 @@ inline std::uint32_t output_index(const std::vector<ProgramNode>& nodes, const G
                                    name_of(graph.node(tensor).op.kind)));
 }
 
+// Program indices of the carried (Output, Input) pairs.
+inline std::vector<std::pair<std::uint32_t, std::uint32_t>> carried_indices(const Program& program) {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+    for (const CarriedState& c : program.carried) {
+        auto output = program.find_hlir(c.output, OpKind::Output);
+        auto input = program.find_hlir(c.input, OpKind::Input);
+        check(output && input, "load", "the program carries HLIR node {} into {}, but lacks {}", c.output, c.input,
+              output ? "that input" : "that output");
+        out.emplace_back(*output, *input);
+    }
+    return out;
+}
+
 inline void check_input_length(const NodeSpec& input, std::size_t values, std::uint32_t index) {
     bool static_shape = std::none_of(input.shape.begin(), input.shape.end(), [](auto& d) { return !d.dims().empty(); });
     if (!static_shape) return;  // checked at execute, once the dims are known
@@ -147,6 +162,7 @@ inline Program program_of(const Graph& graph) {
         }
         p.nodes.push_back(std::move(out));
     }
+    p.carried = graph.carried();
     return p;
 }
 
@@ -171,6 +187,7 @@ inline std::string Program::to_string() const {
         }
         out += fmt::format(") : {} {}\n", luminal::to_string(s.shape), name_of(s.dtype));
     }
+    for (auto [output, input] : carried_indices(*this)) out += fmt::format("carry %{} -> %{}\n", output, input);
     return out;
 }
 

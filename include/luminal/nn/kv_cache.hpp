@@ -3,8 +3,8 @@
 // head_dim] inputs into which each execution scatters the keys and values of
 // its s new tokens at rows p .. p+s-1. One compiled graph thus serves prefill
 // (s = prompt length, p = 0) and decode (s = 1, p = tokens so far). The
-// scattered caches are graph outputs that advance() hands back to the inputs
-// without a copy, for the next execution.
+// scattered caches are graph outputs carried into the inputs (Graph::carry),
+// so a runtime may write the new rows in place.
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
 #include "luminal/graph/graph_creation.hpp"
@@ -34,7 +34,9 @@ inline CacheWindow append_to_cache(Graph& cx, const std::string& name, std::int6
         GraphTensor cache = cx.named_tensor(name + "." + part, {capacity, rows.view().dim(1), rows.view().dim(2)});
         const Expression row = rows.view().dim(1) * rows.view().dim(2);
         GraphTensor positions = cx.iota(p * row + Expression::index(), rows.shape());
-        return std::pair(cache, cache.scatter(positions, rows).output());
+        GraphTensor updated = cache.scatter(positions, rows).output();
+        cx.carry(updated, cache);
+        return std::pair(cache, updated);
     };
     auto [keys, updated_keys] = write(k, "keys");
     auto [values, updated_values] = write(v, "values");
@@ -53,15 +55,6 @@ struct KvCaches {
         for (const KvCache& c : layers) {
             rt.set_data(c.keys, std::vector<float>(numel(c.keys), 0.0f));
             rt.set_data(c.values, std::vector<float>(numel(c.values), 0.0f));
-        }
-    }
-
-    // After an execution: the written caches become the inputs of the next one.
-    template <typename Runtime>
-    void advance(Runtime& rt) const {
-        for (const KvCache& c : layers) {
-            rt.move_output_to_input(c.updated_keys, c.keys);
-            rt.move_output_to_input(c.updated_values, c.values);
         }
     }
 

@@ -59,7 +59,6 @@ public:
         model_.graph->set_dim('p', position_);
         runtime_.set_data(model_.input_ids, std::vector<std::int32_t>(tokens.begin(), tokens.end()));
         runtime_.execute(model_.graph->dyn_map());
-        model_.caches.advance(runtime_);
         position_ += count;
         return runtime_.get_f32(model_.logits);
     }

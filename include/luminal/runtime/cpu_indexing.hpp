@@ -52,20 +52,12 @@ inline void gather(const ViewedBuffer& data, const ViewedBuffer& indexes, DType 
     });
 }
 
-// out (n elements of out_dtype) = dest; then out[indexes[i]] = src[i] in order.
-inline void scatter(const ViewedBuffer& dest, const ViewedBuffer& indexes, const ViewedBuffer& src, DType out_dtype,
-                    std::byte* out, std::int64_t n, std::uint32_t node, IndexScratch& scratch) {
+// out[indexes[i]] = src[i] in order, into out's n elements of out_dtype.
+inline void scatter_into(const ViewedBuffer& indexes, const ViewedBuffer& src, DType out_dtype, std::byte* out,
+                         std::int64_t n, std::uint32_t node, IndexScratch& scratch) {
     using indexing_detail::kBlock;
     scratch.indexes.resize(kBlock);
     std::int64_t* idx = scratch.indexes.data();
-    visit_dtype(dest.dtype, [&]<DType D>(DTypeTag<D>) {
-        lane_t<D> values[kBlock];
-        for (std::int64_t start = 0; start < n; start += kBlock) {
-            std::int64_t len = std::min(kBlock, n - start);
-            dest.view.template load<D>(reinterpret_cast<const storage_t<D>*>(dest.data), start, len, values);
-            store_lanes(out_dtype, values, len, out, start);
-        }
-    });
     const std::int64_t count = indexes.view.numel();
     check(src.view.numel() >= count, "Scatter", "node {}: {} indexes but only {} source elements", node, count,
           src.view.numel());
@@ -86,6 +78,21 @@ inline void scatter(const ViewedBuffer& dest, const ViewedBuffer& indexes, const
             }
         });
     });
+}
+
+// out (n elements of out_dtype) = dest; then out[indexes[i]] = src[i] in order.
+inline void scatter(const ViewedBuffer& dest, const ViewedBuffer& indexes, const ViewedBuffer& src, DType out_dtype,
+                    std::byte* out, std::int64_t n, std::uint32_t node, IndexScratch& scratch) {
+    using indexing_detail::kBlock;
+    visit_dtype(dest.dtype, [&]<DType D>(DTypeTag<D>) {
+        lane_t<D> values[kBlock];
+        for (std::int64_t start = 0; start < n; start += kBlock) {
+            std::int64_t len = std::min(kBlock, n - start);
+            dest.view.template load<D>(reinterpret_cast<const storage_t<D>*>(dest.data), start, len, values);
+            store_lanes(out_dtype, values, len, out, start);
+        }
+    });
+    scatter_into(indexes, src, out_dtype, out, n, node, scratch);
 }
 
 }  // namespace luminal::cpu

@@ -5,7 +5,9 @@
 // width), views are walked without per-element index algebra, elementwise
 // work of any kind runs through one blocked kernel (cpu_fused.hpp), Matmul
 // runs on Eigen's GEMM, and intermediate buffers are recycled by liveness
-// (cpu_memory.hpp). Single-threaded and deterministic.
+// (cpu_memory.hpp). A carried Output (Graph::carry) that is a Scatter into its
+// own Input (a KV cache write) shares that Input's buffer, so a step writes only
+// its new rows. Single-threaded and deterministic.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -63,6 +65,7 @@ public:
             for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
                 if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(inputs_[*old]);
         nodes_ = program.nodes;
+        carried_ = carried_indices(program);
         const std::size_t count = nodes_.size();
         plans_.assign(count, Plan{});
         last_use_.resize(count);
@@ -79,6 +82,7 @@ public:
             plans_[id] = plan(node, id);
         }
         plan_output_forwarding();
+        plan_in_place_updates();
         inputs_ = std::move(kept);
         outputs_.assign(count, cpu::AlignedBuffer{});
         computed_.assign(count, false);
@@ -100,22 +104,7 @@ public:
         std::size_t count = byte_input_count(nodes_[index].spec, bytes.size(), index);
         InputData in{cpu::AlignedBuffer(bytes.size()), static_cast<std::int64_t>(count)};
         if (!bytes.empty()) std::memcpy(in.buffer.data(), bytes.data(), bytes.size());
-        inputs_[index] = std::move(in);
-    }
-
-    // The latest values of `output` become the data of `input` without a copy:
-    // how state (a KV cache) carries from one execute() to the next. The
-    // output's buffer is recomputed by the next execute().
-    void move_output_to_input(const GraphTensor& output, const GraphTensor& input) {
-        std::uint32_t out = output_node(output);
-        std::uint32_t in = input_index(nodes_, input.id());
-        check(nodes_[out].spec.dtype == nodes_[in].spec.dtype, "move_output_to_input",
-              "output is {} but input '{}' is {}", name_of(nodes_[out].spec.dtype), nodes_[in].spec.op.label,
-              name_of(nodes_[in].spec.dtype));
-        InputData moved{std::move(outputs_[out]), numel_[out]};
-        outputs_[out] = inputs_[in] ? std::move(inputs_[in]->buffer) : cpu::AlignedBuffer{};
-        inputs_[in] = std::move(moved);
-        computed_[out] = false;
+        bind_input(index, std::move(in));
     }
 
     void execute(const DynMap& dims) {
@@ -137,11 +126,13 @@ public:
             }
             std::size_t bytes = static_cast<std::size_t>(n) * size_of(node.dtype);
             if (plans_[id].forwarded) {  // the producer already wrote this output's buffer
-                data_[id] = outputs_[id].data();
+                data_[id] = data_[nodes_[id].sources[0]];
                 computed_[id] = true;
                 continue;
             }
-            if (plans_[id].exec == Exec::Output || plans_[id].forward_to) {
+            if (plans_[id].in_place_input) {
+                data_[id] = data_[*plans_[id].in_place_input];
+            } else if (plans_[id].exec == Exec::Output || plans_[id].forward_to) {
                 std::uint32_t out = plans_[id].forward_to.value_or(id);
                 outputs_[out].reserve(bytes);
                 data_[id] = outputs_[out].data();
@@ -154,6 +145,13 @@ public:
             for (std::uint32_t source : plans_[id].sources) release_if_dead(source, id);
             release_if_dead(id, id);
         }
+        // Out-of-place carried outputs become their inputs' data; the inputs'
+        // old buffers are the outputs' buffers next time.
+        for (auto [output, input] : carried_) {
+            if (updates_in_place(output)) continue;
+            std::swap(outputs_[output], inputs_[input]->buffer);
+            inputs_[input]->count = numel_[output];
+        }
     }
 
     double time_execution(const DynMap& dims, std::size_t reps) { return host_execution_seconds(*this, dims, reps); }
@@ -164,7 +162,7 @@ public:
         std::uint32_t id = output_node(t);
         std::vector<T> out(static_cast<std::size_t>(numel_[id]));
         cpu::visit_dtype(nodes_[id].spec.dtype, [&]<DType D>(cpu::DTypeTag<D>) {
-            auto* src = reinterpret_cast<const cpu::storage_t<D>*>(outputs_[id].data());
+            auto* src = reinterpret_cast<const cpu::storage_t<D>*>(data_[id]);
             for (std::size_t i = 0; i < out.size(); ++i) {
                 if constexpr (std::is_floating_point_v<T>)
                     out[i] = static_cast<T>(static_cast<double>(cpu::to_lane<D>(src[i])));
@@ -173,6 +171,13 @@ public:
             }
         });
         return out;
+    }
+
+    // Whether the carried `output` is updated in place: its Scatter writes only
+    // the scattered elements into the carried input's buffer, O(rows written).
+    // False for an output computed out of place (or not carried).
+    bool updates_in_place(const GraphTensor& output) const {
+        return updates_in_place(output_index(nodes_, output.graph(), output.id()));
     }
 
     // Bytes held for intermediate buffers (not inputs or outputs) at the
@@ -192,6 +197,7 @@ private:
         std::vector<std::shared_ptr<const cpu::FusedKernel>> gathers;  // UserOp: copies each input's view contiguous
         std::optional<std::uint32_t> forward_to;  // writes straight into this Output's buffer
         bool forwarded = false;                   // Output whose producer wrote its buffer
+        std::optional<std::uint32_t> in_place_input;  // Scatter writing into this carried Input's buffer
     };
     struct InputData {
         cpu::AlignedBuffer buffer;
@@ -285,6 +291,44 @@ private:
 
     void run_user_op(std::uint32_t id, std::vector<cpu::StridedView> views, const DynMap& dims);
 
+    // A carried Output that publishes, unchanged, a Scatter into its own Input
+    // needs no copy of that Input: the Scatter writes its elements into the
+    // Input's buffer, which the Output shares. Safe when the Scatter reads the
+    // whole Input contiguously as its dest and is its last reader (nothing
+    // after it expects the old values), and reads it nowhere else.
+    void plan_in_place_updates() {
+        for (auto [output, input] : carried_) {
+            const ProgramNode& out = nodes_[output];
+            const std::uint32_t s = out.sources[0];
+            const ProgramNode& producer = nodes_[s];
+            const NodeSpec& in = nodes_[input].spec;
+            bool in_place = plans_[s].exec == Exec::Scatter && producer.sources[0] == input &&
+                            producer.sources[1] != input && producer.sources[2] != input && last_use_[input] == s &&
+                            producer.spec.views[0].is_contiguous() &&
+                            product(producer.spec.views[0].dims()) == product(in.shape) &&
+                            producer.spec.dtype == in.dtype && out.spec.dtype == in.dtype &&
+                            out.spec.views[0].is_contiguous() &&
+                            product(producer.spec.shape) == product(out.spec.shape);
+            if (!in_place) continue;
+            plans_[s].forward_to.reset();
+            plans_[s].in_place_input = input;
+            plans_[output].forwarded = true;
+        }
+    }
+
+    bool updates_in_place(std::uint32_t output) const {
+        return plans_[output].forwarded && plans_[nodes_[output].sources[0]].in_place_input.has_value();
+    }
+
+    // Rebinding a carried input leaves its output readable: after execute()
+    // the output's values are in the input's buffer, which the output keeps.
+    void bind_input(std::uint32_t index, InputData in) {
+        for (auto [output, input] : carried_)
+            if (input == index && computed_[output] && inputs_[index])
+                outputs_[output] = std::move(inputs_[index]->buffer);
+        inputs_[index] = std::move(in);
+    }
+
     std::vector<DType> source_dtypes(const ProgramNode& node) const {
         std::vector<DType> out;
         for (std::uint32_t s : node.sources) out.push_back(nodes_[s].spec.dtype);
@@ -306,7 +350,7 @@ private:
                     out[i] = cpu::to_storage<D>(cpu::cast_lane<D>(static_cast<std::int64_t>(values[i])));
             }
         });
-        inputs_[index] = std::move(in);
+        bind_input(index, std::move(in));
     }
 
     std::uint32_t output_node(const GraphTensor& t) const {
@@ -340,6 +384,7 @@ private:
     void run(std::uint32_t id, std::int64_t n, const DynMap& dims);
 
     std::vector<ProgramNode> nodes_;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> carried_;  // (Output, Input) program indices
     std::vector<Plan> plans_;
     std::vector<std::uint32_t> last_use_;
     std::vector<std::optional<InputData>> inputs_;
@@ -418,8 +463,12 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
         case Exec::Scatter:
             check(views[0].numel() == n, "Scatter", "node {}: dest has {} elements, the output {}", id,
                   views[0].numel(), n);
-            cpu::scatter(viewed(id, 0, views[0]), viewed(id, 1, views[1]), viewed(id, 2, views[2]), spec.dtype, out,
-                         n, id, index_scratch_);
+            if (p.in_place_input)  // out is dest's own buffer: only the scattered elements change
+                cpu::scatter_into(viewed(id, 1, views[1]), viewed(id, 2, views[2]), spec.dtype, out, n, id,
+                                  index_scratch_);
+            else
+                cpu::scatter(viewed(id, 0, views[0]), viewed(id, 1, views[1]), viewed(id, 2, views[2]), spec.dtype,
+                             out, n, id, index_scratch_);
             return;
         case Exec::Matmul:
             cpu::matmul(source_dtype(0), data_[node.sources[0]], spec.views[0], source_dtype(1),

@@ -38,6 +38,7 @@ public:
             for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
                 if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(buffers_[*old]);
         nodes_ = program.nodes;
+        carried_ = carried_indices(program);
         buffers_ = std::move(kept);
         last_use_.assign(nodes_.size(), 0);
         for (std::uint32_t id = 0; id < nodes_.size(); ++id)
@@ -70,20 +71,6 @@ public:
         buffers_[index] = std::move(b);
     }
 
-    // The latest values of `output` become the data of `input` (a KV cache
-    // carried to the next execute()).
-    void move_output_to_input(const GraphTensor& output, const GraphTensor& input) {
-        std::uint32_t out = output_index(nodes_, output.graph(), output.id());
-        std::uint32_t in = input_index(nodes_, input.id());
-        check(buffers_[out].has_value(), "move_output_to_input", "output node {} has not been computed",
-              nodes_[out].spec.hlir);
-        check(nodes_[out].spec.dtype == nodes_[in].spec.dtype, "move_output_to_input",
-              "output is {} but input '{}' is {}", name_of(nodes_[out].spec.dtype), nodes_[in].spec.op.label,
-              name_of(nodes_[in].spec.dtype));
-        buffers_[in] = std::move(buffers_[out]);
-        buffers_[out].reset();
-    }
-
     void execute(const DynMap& dims) {
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const NodeSpec& node = nodes_[id].spec;
@@ -99,6 +86,7 @@ public:
             buffers_[id] = run(nodes_[id], id, n, dims);
             for (std::uint32_t source : nodes_[id].sources) release_if_dead(source, id);
         }
+        for (auto [output, input] : carried_) buffers_[input] = buffers_[output];  // Graph::carry
     }
 
     double time_execution(const DynMap& dims, std::size_t reps) { return host_execution_seconds(*this, dims, reps); }
@@ -169,6 +157,7 @@ private:
     std::vector<ProgramNode> nodes_;
     std::vector<std::optional<HostBuffer>> buffers_;
     std::vector<std::uint32_t> last_use_;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> carried_;  // (Output, Input) program indices
 };
 
 }  // namespace luminal
