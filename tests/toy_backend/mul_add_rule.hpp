@@ -7,24 +7,21 @@
 
 namespace toy {
 
+using namespace luminal::egraph;
+
 struct MulAddFromAddMul {
     static constexpr std::string_view name = "toy.mul-add";
-    using pattern = luminal::egraph::Pat<luminal::egraph::sym(luminal::OpKind::Add),
-                                         luminal::egraph::Pat<luminal::egraph::sym(luminal::OpKind::Mul),
-                                                              luminal::egraph::Var<0>, luminal::egraph::Var<1>>,
-                                         luminal::egraph::Var<2>>;
-    static bool guard(const luminal::egraph::EGraph& g, luminal::egraph::HlirContext& ctx, const luminal::egraph::Match& m) {
-        const luminal::NodeSpec& add = ctx.spec(g, m.node(0));
-        const luminal::NodeSpec& mul = ctx.spec(g, m.node(1));
-        return luminal::egraph::reads_whole(add, 0) && mul.shape == add.shape && mul.dtype == add.dtype;
+    using pattern = As<"add", Pat<sym(luminal::OpKind::Add), As<"mul", Pat<sym(luminal::OpKind::Mul), Var<"x">, Var<"y">>>, Var<"z">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const luminal::NodeSpec &add = ctx.spec(g, m.node<"add">()), &mul = ctx.spec(g, m.node<"mul">());
+        return reads_whole(add, 0) && mul.shape == add.shape && mul.dtype == add.dtype;
     }
-    static void apply(luminal::egraph::EGraph& g, luminal::egraph::HlirContext& ctx, const luminal::egraph::Match& m) {
-        const luminal::NodeSpec& add = ctx.spec(g, m.node(0));
-        const luminal::NodeSpec& mul = ctx.spec(g, m.node(1));
-        luminal::NodeSpec fused =
-            luminal::NodeSpec::backend(MulAddOp{}, {mul.views[0], mul.views[1], add.views[1]}, add.shape, add.dtype);
-        luminal::egraph::ClassId children[] = {m.var(0), m.var(1), m.var(2)};
-        g.merge(m.root(g), luminal::egraph::add_spec(g, ctx, std::move(fused), children));
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const luminal::NodeSpec &add = ctx.spec(g, m.node<"add">()), &mul = ctx.spec(g, m.node<"mul">());
+        ClassId children[] = {m.var<"x">(), m.var<"y">(), m.var<"z">()};
+        g.merge(m.root(g), add_spec(g, ctx,
+                                    luminal::NodeSpec::backend(MulAddOp{}, {mul.views[0], mul.views[1], add.views[1]}, add.shape, add.dtype),
+                                    children));
     }
 };
 

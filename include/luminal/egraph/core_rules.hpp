@@ -16,58 +16,53 @@ namespace luminal::egraph {
 template <OpKind K>
 struct Commutes {
     static constexpr std::string_view name = K == OpKind::Add ? "add-commutes" : "mul-commutes";
-    using pattern = Pat<sym(K), Var<0>, Var<1>>;
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        NodeSpec s = ctx.spec(g, m.node(0));
-        std::swap(s.views[0], s.views[1]);
-        ClassId swapped[] = {m.var(1), m.var(0)};
-        g.merge(m.root(g), add_spec(g, ctx, std::move(s), swapped));
-    }
+    using pattern = As<"op", Pat<sym(K), Var<"a">, Var<"b">>>;
+    using rhs = Like<"op", Var<"b">, Var<"a">>;
 };
 
 // x * 1 -> x (exact for every value, NaN and -0 included).
 struct MulByOne {
     static constexpr std::string_view name = "mul-by-one";
-    using pattern = Pat<sym(OpKind::Mul), Var<0>, Pat<sym(OpKind::Constant)>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
-        return reads_whole(ctx.spec(g, m.node(0)), 0) && ctx.spec(g, m.node(1)).op.value == 1;
+    using pattern = As<"mul", Pat<sym(OpKind::Mul), Var<"x">, As<"one", Pat<sym(OpKind::Constant)>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        return reads_whole(ctx.spec(g, m.node<"mul">()), 0) && ctx.spec(g, m.node<"one">()).op.value == 1;
     }
-    static void apply(EGraph& g, HlirContext&, const Match& m) { g.merge(m.root(g), m.var(0)); }
+    using rhs = Var<"x">;
 };
 
 // x + 0 -> x for integers (for floats -0 + 0 is +0, so it is not an identity).
 struct IntegerAddZero {
     static constexpr std::string_view name = "integer-add-zero";
-    using pattern = Pat<sym(OpKind::Add), Var<0>, Pat<sym(OpKind::Constant)>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
-        const NodeSpec& s = ctx.spec(g, m.node(0));
-        return !is_float(s.dtype) && reads_whole(s, 0) && ctx.spec(g, m.node(1)).op.value == 0;
+    using pattern = As<"add", Pat<sym(OpKind::Add), Var<"x">, As<"zero", Pat<sym(OpKind::Constant)>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& add = ctx.spec(g, m.node<"add">());
+        return !is_float(add.dtype) && reads_whole(add, 0) && ctx.spec(g, m.node<"zero">()).op.value == 0;
     }
-    static void apply(EGraph& g, HlirContext&, const Match& m) { g.merge(m.root(g), m.var(0)); }
+    using rhs = Var<"x">;
 };
 
 // (x * -1) * -1 -> x.
 struct DoubleNegation {
     static constexpr std::string_view name = "double-negation";
-    using pattern = Pat<sym(OpKind::Mul), Pat<sym(OpKind::Mul), Var<0>, Pat<sym(OpKind::Constant)>>,
-                        Pat<sym(OpKind::Constant)>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
-        return reads_whole(ctx.spec(g, m.node(0)), 0) && reads_whole(ctx.spec(g, m.node(1)), 0) &&
-               ctx.spec(g, m.node(2)).op.value == -1 && ctx.spec(g, m.node(3)).op.value == -1;
+    using pattern = As<"outer", Pat<sym(OpKind::Mul),
+                                    As<"inner", Pat<sym(OpKind::Mul), Var<"x">, As<"m1", Pat<sym(OpKind::Constant)>>>>,
+                                    As<"m2", Pat<sym(OpKind::Constant)>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        return reads_whole(ctx.spec(g, m.node<"outer">()), 0) && reads_whole(ctx.spec(g, m.node<"inner">()), 0) &&
+               ctx.spec(g, m.node<"m1">()).op.value == -1 && ctx.spec(g, m.node<"m2">()).op.value == -1;
     }
-    static void apply(EGraph& g, HlirContext&, const Match& m) { g.merge(m.root(g), m.var(0)); }
+    using rhs = Var<"x">;
 };
 
 // A Cast to the dtype it already has, reading its input in order, is a copy.
 struct CastToSameDtype {
     static constexpr std::string_view name = "cast-to-same-dtype";
-    using pattern = Pat<sym(OpKind::Cast), Var<0>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
-        const NodeSpec& s = ctx.spec(g, m.node(0));
-        ENodeId producer = g.class_nodes(m.var(0)).front();
-        return reads_whole(s, 0) && ctx.spec(g, producer).dtype == s.dtype;
+    using pattern = As<"cast", Pat<sym(OpKind::Cast), Var<"x">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& cast = ctx.spec(g, m.node<"cast">());
+        return reads_whole(cast, 0) && ctx.facts(g, m.var<"x">()).dtype == cast.dtype;
     }
-    static void apply(EGraph& g, HlirContext&, const Match& m) { g.merge(m.root(g), m.var(0)); }
+    using rhs = Var<"x">;
 };
 
 namespace detail {
@@ -82,11 +77,13 @@ inline bool scalar(const NodeSpec& s) { return s.shape.empty(); }
 template <OpKind K>
 struct FoldScalarBinary {
     static constexpr std::string_view name = K == OpKind::Add ? "fold-scalar-add" : "fold-scalar-mul";
-    using pattern = Pat<sym(K), Pat<sym(OpKind::Constant)>, Pat<sym(OpKind::Constant)>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) { return detail::scalar(ctx.spec(g, m.node(0))); }
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        DType t = ctx.spec(g, m.node(0)).dtype;
-        double a = ctx.spec(g, m.node(1)).op.value, b = ctx.spec(g, m.node(2)).op.value;
+    using pattern = As<"op", Pat<sym(K), As<"a", Pat<sym(OpKind::Constant)>>, As<"b", Pat<sym(OpKind::Constant)>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        return detail::scalar(ctx.spec(g, m.template node<"op">()));
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        DType t = ctx.spec(g, m.template node<"op">()).dtype;
+        double a = ctx.spec(g, m.template node<"a">()).op.value, b = ctx.spec(g, m.template node<"b">()).op.value;
         if (!is_float(t)) {
             const std::int64_t r = semantics::binary(K, static_cast<std::int64_t>(a), static_cast<std::int64_t>(b));
             g.merge(m.root(g), add_spec(g, ctx, scalar_constant(static_cast<double>(wrap_to(t, r)), t), {}));
@@ -99,22 +96,26 @@ struct FoldScalarBinary {
 
 struct FoldScalarRecip {
     static constexpr std::string_view name = "fold-scalar-recip";
-    using pattern = Pat<sym(OpKind::Recip), Pat<sym(OpKind::Constant)>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) { return detail::scalar(ctx.spec(g, m.node(0))); }
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        DType t = ctx.spec(g, m.node(0)).dtype;
-        double v = detail::rounded(t, semantics::unary(OpKind::Recip, ctx.spec(g, m.node(1)).op.value));
+    using pattern = As<"recip", Pat<sym(OpKind::Recip), As<"x", Pat<sym(OpKind::Constant)>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        return detail::scalar(ctx.spec(g, m.node<"recip">()));
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        DType t = ctx.spec(g, m.node<"recip">()).dtype;
+        double v = detail::rounded(t, semantics::unary(OpKind::Recip, ctx.spec(g, m.node<"x">()).op.value));
         g.merge(m.root(g), add_spec(g, ctx, scalar_constant(v, t), {}));
     }
 };
 
 struct FoldScalarCast {
     static constexpr std::string_view name = "fold-scalar-cast";
-    using pattern = Pat<sym(OpKind::Cast), Pat<sym(OpKind::Constant)>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) { return detail::scalar(ctx.spec(g, m.node(0))); }
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        DType t = ctx.spec(g, m.node(0)).dtype;
-        double v = ctx.spec(g, m.node(1)).op.value;
+    using pattern = As<"cast", Pat<sym(OpKind::Cast), As<"x", Pat<sym(OpKind::Constant)>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        return detail::scalar(ctx.spec(g, m.node<"cast">()));
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        DType t = ctx.spec(g, m.node<"cast">()).dtype;
+        double v = ctx.spec(g, m.node<"x">()).op.value;
         double out = is_float(t) ? round_to(t, v) : static_cast<double>(float_to_int(t, v));
         g.merge(m.root(g), add_spec(g, ctx, scalar_constant(out, t), {}));
     }
@@ -123,13 +124,13 @@ struct FoldScalarCast {
 // A scalar Iota of a constant expression is a constant.
 struct FoldConstantIota {
     static constexpr std::string_view name = "fold-constant-iota";
-    using pattern = Pat<sym(OpKind::Iota)>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
-        const NodeSpec& s = ctx.spec(g, m.node(0));
+    using pattern = As<"iota", Pat<sym(OpKind::Iota)>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& s = ctx.spec(g, m.node<"iota">());
         return detail::scalar(s) && s.op.iota.is_constant();
     }
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        const NodeSpec& s = ctx.spec(g, m.node(0));
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& s = ctx.spec(g, m.node<"iota">());
         DType t = s.dtype;
         double v = static_cast<double>(wrap_to(t, s.op.iota.constant_value()));
         g.merge(m.root(g), add_spec(g, ctx, scalar_constant(v, t), {}));
@@ -144,18 +145,20 @@ using CoreRules = RuleSet<Commutes<OpKind::Add>, Commutes<OpKind::Mul>, MulByOne
 // last bits, so no runtime includes it by default; tests use it to stress limits.
 struct AddAssociates {
     static constexpr std::string_view name = "add-associates";
-    using pattern = Pat<sym(OpKind::Add), Var<0>, Pat<sym(OpKind::Add), Var<1>, Var<2>>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) { return reads_whole(ctx.spec(g, m.node(0)), 1); }
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        NodeSpec outer = ctx.spec(g, m.node(0));
-        const NodeSpec& inner = ctx.spec(g, m.node(1));
+    using pattern = As<"outer", Pat<sym(OpKind::Add), Var<"x">, As<"inner", Pat<sym(OpKind::Add), Var<"y">, Var<"z">>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        return reads_whole(ctx.spec(g, m.node<"outer">()), 1);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        NodeSpec outer = ctx.spec(g, m.node<"outer">());
+        const NodeSpec& inner = ctx.spec(g, m.node<"inner">());
         NodeSpec first = outer;  // x + y, with the views x and y had
         first.views = {outer.views[0], inner.views[0]};
         NodeSpec second = outer;
         second.views = {ShapeTracker(outer.shape), inner.views[1]};
-        ClassId xy_children[] = {m.var(0), m.var(1)};
+        ClassId xy_children[] = {m.var<"x">(), m.var<"y">()};
         ClassId xy = add_spec(g, ctx, std::move(first), xy_children);
-        ClassId rest[] = {xy, m.var(2)};
+        ClassId rest[] = {xy, m.var<"z">()};
         g.merge(m.root(g), add_spec(g, ctx, std::move(second), rest));
     }
 };

@@ -6,6 +6,7 @@
 // with each other, while identical pure nodes (two equal constants) share a class.
 #include <absl/container/flat_hash_set.h>
 
+#include <optional>
 #include <vector>
 
 #include "luminal/egraph/egraph.hpp"
@@ -46,15 +47,44 @@ private:
     absl::flat_hash_set<AttrId, Hash, Eq> index_;
 };
 
-// The context rules receive: the spec table, to read and create attributes.
-struct HlirContext {
+// What every e-node of a class agrees on (an e-class analysis): the dtype
+// and shape of its value, and, for a class made as a scalar Constant, the
+// constant. Recorded when the class is made; a merge keeps the surviving
+// class's facts, which agree with the other's but for the constant a class
+// may have gained later (so a missing constant means "not known").
+struct ClassFacts {
+    DType dtype = DType::F32;
+    Shape shape;
+    std::optional<double> constant;
+};
+
+// The context rules receive: the spec table, to read and create attributes,
+// and the class facts.
+class HlirContext {
+public:
     SpecTable specs;
     const NodeSpec& spec(const EGraph& g, ENodeId node) const { return specs[g.node(node).attr]; }
+    const ClassFacts& facts(const EGraph& g, ClassId c) const { return facts_[g.find(c)]; }
+
+    void note_class(ClassId c, const NodeSpec& spec) {
+        if (c < facts_.size()) return;
+        facts_.resize(c + 1);
+        ClassFacts& f = facts_[c];
+        f.dtype = spec.dtype;
+        f.shape = spec.shape;
+        if (spec.kind == symbol_of(OpKind::Constant) && spec.shape.empty()) f.constant = spec.op.value;
+    }
+
+private:
+    std::vector<ClassFacts> facts_;  // by class id, as made
 };
 
 inline ClassId add_node(EGraph& g, HlirContext& ctx, NodeSpec spec, std::span<const ClassId> children) {
-    std::uint16_t kind = spec.kind;
-    return g.add(kind, ctx.specs.intern(std::move(spec)), children);
+    const std::uint16_t kind = spec.kind;
+    const AttrId attr = ctx.specs.intern(std::move(spec));
+    const ClassId c = g.add(kind, attr, children);
+    ctx.note_class(c, ctx.specs[attr]);
+    return c;
 }
 
 struct HlirEGraph {

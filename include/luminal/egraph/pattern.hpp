@@ -1,16 +1,20 @@
 #pragma once
 // Compile-time patterns. A pattern is a type:
-//   Var<0>                      binds (or, if already bound, must equal) a class
+//   Var<"x">                    binds (or, if already bound, must equal) a class
 //   Pat<op, Child...>           an e-node with that op and exactly those children
+//   As<"name", Pat<...>>        the same, naming the matched e-node for the rule
+//   AnyArity<op>                an e-node with that op and any children
+// Variables are named (Var<"x">) or numbered (Var<0>); a pattern uses one kind.
 // The compiler turns each pattern into a specialised matcher (Matcher<P, ...>)
 // whose loops and child accesses are unrolled; a variable used twice makes the
 // pattern non-linear and is checked for class equality. Which variables are
 // bound at each step is known at compile time (a template mask), so binding
 // costs one store. Matched e-nodes are recorded in pre-order (the root is
-// node 0) so guards can read their attributes.
+// node 0); a rule reads them and the variables by name through MatchOf<P>.
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -18,37 +22,188 @@
 
 namespace luminal::egraph {
 
-template <int Index>
+// A name usable as a template argument ("x", "mul").
+struct Name {
+    static constexpr std::size_t kCapacity = 24;
+    char text[kCapacity] = {};
+    template <std::size_t N>
+    consteval Name(const char (&s)[N]) {  // NOLINT: names are written as string literals
+        static_assert(N <= kCapacity, "pattern names are at most 23 characters");
+        for (std::size_t i = 0; i < N; ++i) text[i] = s[i];
+    }
+    constexpr std::string_view view() const { return std::string_view(text); }
+};
+
+// A pattern variable: numbered (Var<0>) or named (Var<"x">).
+struct VarId {
+    int index = -1;
+    char text[Name::kCapacity] = {};
+    consteval VarId(int i) : index(i) {}  // NOLINT
+    template <std::size_t N>
+    consteval VarId(const char (&s)[N]) {  // NOLINT
+        static_assert(N <= Name::kCapacity, "pattern names are at most 23 characters");
+        for (std::size_t i = 0; i < N; ++i) text[i] = s[i];
+    }
+    constexpr bool named() const { return index < 0; }
+    constexpr std::string_view name() const { return std::string_view(text); }
+};
+
+template <VarId Id>
 struct Var {};
 
 template <Symbol Op, typename... Children>
 struct Pat {};
+
+template <Name N, typename P>
+struct As {};
 
 // An e-node with this op and any number of children, left for apply() to read
 // (backend ops such as fused regions have variable arity).
 template <Symbol Op>
 struct AnyArity {};
 
-// Small on purpose: a saturation run can hold a million matches at once.
-inline constexpr int kMaxVars = 4;
-inline constexpr int kMaxPatternNodes = 6;
+// Room enough for softmax or an attention head; a search stores each match
+// packed to its own pattern's size, so the bound costs little.
+inline constexpr int kMaxVars = 8;
+inline constexpr int kMaxPatternNodes = 16;
 
+// Left uninitialised: a match is filled up to its pattern's size only.
 struct Match {
-    std::array<ClassId, kMaxVars> vars{};
-    std::array<ENodeId, kMaxPatternNodes> nodes{};
+    std::array<ClassId, kMaxVars> vars;
+    std::array<ENodeId, kMaxPatternNodes> nodes;
 
     ClassId var(int i) const { return vars[static_cast<std::size_t>(i)]; }
     ENodeId node(int i) const { return nodes[static_cast<std::size_t>(i)]; }
     ClassId root(const EGraph& g) const { return g.live_class(nodes[0]); }
 };
 
+// The names a pattern gives its variables (in order of first appearance) and
+// its nodes (with their pre-order indexes), and the pattern with every name
+// replaced by what the matcher uses: numbered variables, unnamed nodes.
+namespace names {
+
+struct Table {
+    std::array<std::string_view, kMaxVars> vars{};
+    int var_count = 0;
+    bool numbered = false;
+    std::array<std::string_view, kMaxPatternNodes> nodes{};
+    std::array<int, kMaxPatternNodes> node_index{};
+    int node_count = 0;
+    int next_node = 0;  // pre-order index of the next pattern node
+
+    constexpr int var_index(std::string_view name) const {
+        for (int i = 0; i < var_count; ++i)
+            if (vars[static_cast<std::size_t>(i)] == name) return i;
+        return -1;
+    }
+    constexpr int node_position(std::string_view name) const {
+        for (int i = 0; i < node_count; ++i)
+            if (nodes[static_cast<std::size_t>(i)] == name) return node_index[static_cast<std::size_t>(i)];
+        return -1;
+    }
+};
+
+template <typename P>
+struct Collect;
+template <VarId Id>
+struct Collect<Var<Id>> {
+    static constexpr void into(Table& t) {
+        if (!Id.named()) {
+            t.numbered = true;
+            return;
+        }
+        if (t.var_index(Id.name()) < 0) t.vars[static_cast<std::size_t>(t.var_count++)] = Id.name();
+    }
+};
+template <Symbol Op, typename... C>
+struct Collect<Pat<Op, C...>> {
+    static constexpr void into(Table& t) {
+        ++t.next_node;
+        (Collect<C>::into(t), ...);
+    }
+};
+template <Symbol Op>
+struct Collect<AnyArity<Op>> {
+    static constexpr void into(Table& t) { ++t.next_node; }
+};
+template <Name N, typename P>
+struct Collect<As<N, P>> {
+    static constexpr void into(Table& t) {
+        t.nodes[static_cast<std::size_t>(t.node_count)] = N.view();
+        t.node_index[static_cast<std::size_t>(t.node_count++)] = t.next_node;
+        Collect<P>::into(t);
+    }
+};
+
+template <typename P>
+consteval Table table() {
+    Table t;
+    Collect<P>::into(t);
+    return t;
+}
+
+template <typename P, typename Root>
+struct Unnamed;
+template <VarId Id, typename Root>
+struct Unnamed<Var<Id>, Root> {
+    using type = Var<Id.named() ? VarId(table<Root>().var_index(Id.name())) : Id>;
+};
+template <Symbol Op, typename... C, typename Root>
+struct Unnamed<Pat<Op, C...>, Root> {
+    using type = Pat<Op, typename Unnamed<C, Root>::type...>;
+};
+template <Symbol Op, typename Root>
+struct Unnamed<AnyArity<Op>, Root> {
+    using type = AnyArity<Op>;
+};
+template <Name N, typename P, typename Root>
+struct Unnamed<As<N, P>, Root> {
+    using type = typename Unnamed<P, Root>::type;
+};
+
+}  // namespace names
+
+// What the matcher runs for pattern P.
+template <typename P>
+using matcher_pattern_t = typename names::Unnamed<P, P>::type;
+
+// A match of pattern P, read by the names P gives: m.var<"x">(), m.node<"mul">().
+template <typename P>
+struct MatchOf : Match {
+    static constexpr names::Table kNames = names::table<P>();
+    static_assert(!(kNames.numbered && kNames.var_count > 0), "a pattern's variables are all named or all numbered");
+
+    template <Name N>
+    ClassId var() const {
+        constexpr int i = kNames.var_index(N.view());
+        static_assert(i >= 0, "the pattern has no variable of that name");
+        return vars[static_cast<std::size_t>(i)];
+    }
+    template <Name N>
+    ENodeId node() const {
+        constexpr int i = kNames.node_position(N.view());
+        static_assert(i >= 0, "the pattern names no node so (name it with As<\"...\", Pat<...>>)");
+        return nodes[static_cast<std::size_t>(i)];
+    }
+    // The class a variable of the pattern is bound to, by its VarId.
+    template <VarId Id>
+    ClassId bound() const {
+        constexpr int i = Id.named() ? kNames.var_index(Id.name()) : Id.index;
+        static_assert(i >= 0, "the pattern has no variable of that name");
+        return vars[static_cast<std::size_t>(i)];
+    }
+    using Match::node;
+    using Match::var;
+};
+
 template <typename P>
 struct PatternSize;
-template <int I>
-struct PatternSize<Var<I>> {
+template <VarId Id>
+struct PatternSize<Var<Id>> {
+    static_assert(!Id.named(), "named variables are numbered before matching (matcher_pattern_t)");
     static constexpr int nodes = 0;
-    static constexpr int vars = I + 1;
-    static constexpr std::uint32_t var_mask = 1u << I;
+    static constexpr int vars = Id.index + 1;
+    static constexpr std::uint32_t var_mask = 1u << Id.index;
 };
 template <Symbol Op, typename... C>
 struct PatternSize<Pat<Op, C...>> {
@@ -87,8 +242,9 @@ struct Matcher<AnyArity<Op>, First, Bound> {
 // Matching runs on a clean e-graph (EGraph::clean()): every live e-node's
 // children are canonical then, so children and bound variables compare by id
 // without find().
-template <int I, int First, std::uint32_t Bound>
-struct Matcher<Var<I>, First, Bound> {
+template <VarId Id, int First, std::uint32_t Bound>
+struct Matcher<Var<Id>, First, Bound> {
+    static constexpr int I = Id.index;
     template <typename K>
     static void in_class(const EGraph&, ClassId c, Match& m, K&& k) {
         if constexpr ((Bound >> I & 1u) != 0) {
@@ -186,8 +342,9 @@ void require_searchable(const EGraph& g) {
 }
 
 // Calls k(match) for every match of P in the e-graph.
-template <typename P, typename K>
+template <typename Named, typename K>
 void for_each_match(const EGraph& g, K&& k) {
+    using P = matcher_pattern_t<Named>;
     require_searchable<P>(g);
     Match m;
     for (ENodeId id : g.nodes_with_op(RootOp<P>::value)) Matcher<P, 0, 0>::at_node(g, id, m, k);
@@ -364,8 +521,9 @@ private:
 
 // Calls k(match) for every match of P with an e-node fresh since the index's
 // epoch, each once.
-template <typename P, typename K>
+template <typename Named, typename K>
 void for_each_fresh_match(const EGraph& g, const delta::FreshByOp& fresh, K&& k) {
+    using P = matcher_pattern_t<Named>;
     require_searchable<P>(g);
     Match m;
     delta::Seeds<P, 0, delta::AtRoot>::run(g, fresh, m, k);
@@ -378,8 +536,9 @@ void for_each_fresh_match(const EGraph& g, std::uint32_t since, K&& k) {
 
 // The same, also counting as fresh every match with an e-node whose child
 // class holds an e-node stamped since: for rules that read those classes.
-template <typename P, typename K>
+template <typename Named, typename K>
 void for_each_match_with_fresh_children(const EGraph& g, std::uint32_t since, K&& k) {
+    using P = matcher_pattern_t<Named>;
     require_searchable<P>(g);
     Match m;
     delta::Seeds<P, 0, delta::AtRoot>::run(g, delta::StampedOrAbove(g, since), m, k);

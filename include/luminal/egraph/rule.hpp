@@ -1,14 +1,23 @@
 #pragma once
-// Rewrite rules are structs, registered at compile time in RuleSet<...>:
+// Rewrite rules are structs, registered at compile time in RuleSet<...>. A
+// pure rewrite states what the match equals:
 //
-//   struct MulCommutes {
-//       static constexpr std::string_view name = "mul-commutes";
-//       using pattern = Pat<Mul, Var<0>, Var<1>>;
-//       static bool guard(const EGraph&, Ctx&, const Match&);   // optional
-//       static void apply(EGraph&, Ctx&, const Match&);         // add nodes, merge classes
-//       static constexpr bool reads_child_classes = true;      // optional, see below
-//       static void prefetch(const EGraph&, const Match&);      // optional, see below
+//   template <OpKind K>
+//   struct Commutes {
+//       static constexpr std::string_view name = "commutes";
+//       using pattern = As<"op", Pat<sym(K), Var<"a">, Var<"b">>>;
+//       using rhs = Like<"op", Var<"b">, Var<"a">>;   // the same node, operands (and their views) swapped
 //   };
+//
+// and any rule may instead (or for more than one result) write the step:
+//
+//       static bool guard(const EGraph&, Ctx&, const MatchOf<pattern>&);  // optional
+//       static void apply(EGraph&, Ctx&, const MatchOf<pattern>&);         // add nodes, merge classes
+//       static constexpr bool reads_child_classes = true;                  // optional, see below
+//       static void prefetch(const EGraph&, const Match&);                 // optional, see below
+//
+// A right-hand side is Var<"x"> (the class bound to x) or a node form of the
+// language (HLIR: Like<"node", children...>, egraph/rule_support.hpp).
 //
 // The runner matches semi-naively: a match made only of e-nodes the rule has
 // already seen (added, moved to another class or re-canonicalised before its
@@ -31,17 +40,35 @@
 
 namespace luminal::egraph {
 
-template <typename R, typename Ctx>
-concept RewriteRule = requires(EGraph& g, Ctx& ctx, const Match& m) {
-    { R::name } -> std::convertible_to<std::string_view>;
-    typename R::pattern;
-    R::apply(g, ctx, m);
+// Builds a right-hand side in the e-graph and returns its class.
+template <typename Rhs, typename Pattern, typename Ctx>
+struct Instantiate;
+template <VarId Id, typename Pattern, typename Ctx>
+struct Instantiate<Var<Id>, Pattern, Ctx> {
+    static ClassId build(EGraph&, Ctx&, const MatchOf<Pattern>& m) { return m.template bound<Id>(); }
 };
 
 template <typename R, typename Ctx>
-bool rule_guard(const EGraph& g, Ctx& ctx, const Match& m) {
+concept RewriteRule = requires(EGraph& g, Ctx& ctx, const MatchOf<typename R::pattern>& m) {
+    { R::name } -> std::convertible_to<std::string_view>;
+    typename R::pattern;
+} && (requires(EGraph& g, Ctx& ctx, const MatchOf<typename R::pattern>& m) { R::apply(g, ctx, m); } ||
+      requires(EGraph& g, Ctx& ctx, const MatchOf<typename R::pattern>& m) {
+          Instantiate<typename R::rhs, typename R::pattern, Ctx>::build(g, ctx, m);
+      });
+
+template <typename R, typename Ctx>
+bool rule_guard(const EGraph& g, Ctx& ctx, const MatchOf<typename R::pattern>& m) {
     if constexpr (requires { R::guard(g, ctx, m); }) return R::guard(g, ctx, m);
     else return true;
+}
+
+template <typename R, typename Ctx>
+void rule_apply(EGraph& g, Ctx& ctx, const MatchOf<typename R::pattern>& m) {
+    if constexpr (requires { typename R::rhs; })
+        g.merge(m.root(g), Instantiate<typename R::rhs, typename R::pattern, Ctx>::build(g, ctx, m));
+    else
+        R::apply(g, ctx, m);
 }
 
 template <typename R>

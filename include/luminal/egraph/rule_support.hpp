@@ -3,6 +3,9 @@
 #include "luminal/egraph/hlir.hpp"
 #include "luminal/egraph/rule.hpp"
 
+#include <type_traits>
+#include <vector>
+
 namespace luminal::egraph {
 
 inline constexpr Symbol sym(OpKind k) { return symbol_of(k); }
@@ -25,6 +28,83 @@ inline std::optional<ENodeId> node_with_op(const EGraph& g, ClassId c, Symbol op
 inline ClassId add_spec(EGraph& g, HlirContext& ctx, NodeSpec spec, std::span<const ClassId> children) {
     return add_node(g, ctx, std::move(spec), children);
 }
+
+// A right-hand side node: the matched node `N` again (its op, attributes,
+// shape and dtype) over new children, each a variable that is one of N's own
+// children in the pattern; it reads each through the view N read it with.
+// Like<"op", Var<"b">, Var<"a">> is N with its operands swapped.
+template <Name N, typename... Children>
+struct Like {};
+
+namespace detail {
+
+template <typename P, Name N>
+struct NamedNode {
+    using type = void;
+};
+template <Name M, typename Q, Name N>
+struct NamedNode<As<M, Q>, N> {
+    using type = std::conditional_t<M.view() == N.view(), Q, typename NamedNode<Q, N>::type>;
+};
+template <Symbol Op, typename... C, Name N>
+struct NamedNode<Pat<Op, C...>, N> {
+    template <typename... T>
+    struct First {
+        using type = void;
+    };
+    template <typename T, typename... Rest>
+    struct First<T, Rest...> {
+        using type = std::conditional_t<std::is_void_v<T>, typename First<Rest...>::type, T>;
+    };
+    using type = typename First<typename NamedNode<C, N>::type...>::type;
+};
+
+constexpr bool same_var(VarId a, VarId b) { return a.named() ? b.named() && a.name() == b.name() : a.index == b.index; }
+
+template <typename T>
+struct AsVar {
+    static constexpr bool is_var = false;
+    static constexpr VarId id = -1;
+};
+template <VarId I>
+struct AsVar<Var<I>> {
+    static constexpr bool is_var = true;
+    static constexpr VarId id = I;
+};
+
+// The position of variable Id among the direct children of pattern node P (-1: none).
+template <typename P, VarId Id>
+struct ChildSlot {
+    static constexpr int value = -1;
+};
+template <Symbol Op, typename... C, VarId Id>
+struct ChildSlot<Pat<Op, C...>, Id> {
+    static constexpr int value = [] {
+        int slot = -1, i = 0;
+        ((slot = slot < 0 && AsVar<C>::is_var && same_var(AsVar<C>::id, Id) ? i : slot, ++i), ...);
+        return slot;
+    }();
+};
+
+}  // namespace detail
+
+template <Name N, typename... Children, typename Pattern>
+struct Instantiate<Like<N, Children...>, Pattern, HlirContext> {
+    using Node = typename detail::NamedNode<Pattern, N>::type;
+    static_assert(!std::is_void_v<Node>, "Like<name, ...> needs a node of the pattern named so");
+    static_assert((detail::AsVar<Children>::is_var && ...), "the children of Like<...> are variables");
+    static_assert(((detail::ChildSlot<Node, detail::AsVar<Children>::id>::value >= 0) && ...),
+                  "each child of Like<name, ...> is a variable that is a child of the node named so");
+
+    static ClassId build(EGraph& g, HlirContext& ctx, const MatchOf<Pattern>& m) {
+        NodeSpec spec = ctx.spec(g, m.template node<N>());
+        std::vector<ShapeTracker> views{
+            spec.views[static_cast<std::size_t>(detail::ChildSlot<Node, detail::AsVar<Children>::id>::value)]...};
+        spec.views = std::move(views);
+        const ClassId children[] = {m.template bound<detail::AsVar<Children>::id>()...};
+        return add_node(g, ctx, std::move(spec), children);
+    }
+};
 
 inline NodeSpec scalar_constant(double value, DType dtype) {
     NodeSpec s;

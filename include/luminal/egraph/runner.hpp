@@ -80,7 +80,7 @@ inline double seconds_since(Clock::time_point t) { return std::chrono::duration<
 
 template <typename R>
 struct RuleState {
-    using Pattern = typename R::pattern;
+    using Pattern = matcher_pattern_t<typename R::pattern>;
     static constexpr std::size_t kVars = PatternSize<Pattern>::vars;
     static constexpr std::size_t kNodes = PatternSize<Pattern>::nodes;
 
@@ -120,9 +120,9 @@ struct RuleState {
         next = chunks[full_chunks].get();
         chunk_end = next + kChunk;
     }
-    Match at(std::size_t i) const {
+    MatchOf<typename R::pattern> at(std::size_t i) const {
         const Packed& p = chunks[i / kChunk][i % kChunk];
-        Match m;
+        MatchOf<typename R::pattern> m;
         for (std::size_t v = 0; v < kVars; ++v) m.vars[v] = p[v];
         for (std::size_t n = 0; n < kNodes; ++n) m.nodes[n] = p[kVars + n];
         return m;
@@ -146,7 +146,7 @@ bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, d
     };
     // Semi-naive: after a complete search, only matches with an e-node
     // stamped since are new (the first search sees every e-node as new).
-    using Pattern = typename R::pattern;
+    using Pattern = typename RuleState<R>::Pattern;
     if (state.seen_before == 0) for_each_match<Pattern>(g, keep);
     else if constexpr (reads_child_classes<R>()) for_each_match_with_fresh_children<Pattern>(g, state.seen_before, keep);
     else {
@@ -182,10 +182,10 @@ void apply_rule(EGraph& g, Ctx& ctx, const Limits& limits, Clock::time_point run
             break;
         }
         if (i + kPrefetchDistance < count) rule_prefetch<R>(g, state.at(i + kPrefetchDistance));
-        Match m = state.at(i);
+        const MatchOf<typename R::pattern> m = state.at(i);
         if (!rule_guard<R>(g, ctx, m)) continue;
         std::uint64_t before = g.changes();
-        R::apply(g, ctx, m);
+        rule_apply<R>(g, ctx, m);
         report.applications += g.changes() != before;
     }
     report.nodes_added += g.total_nodes() - nodes_before;
@@ -211,7 +211,8 @@ private:
 
 template <typename Ctx, typename... Rules>
 RunReport saturate(EGraph& g, Ctx& ctx, RuleSet<Rules...>, const Limits& limits = {}) {
-    static_assert((RewriteRule<Rules, Ctx> && ...), "every rule needs name, pattern and apply(EGraph&, Ctx&, const Match&)");
+    static_assert((RewriteRule<Rules, Ctx> && ...),
+                  "every rule needs a name, a pattern, and apply(EGraph&, Ctx&, const MatchOf<pattern>&) or an rhs");
     auto start = detail::Clock::now();
     RunReport report;
     report.rules = {RuleReport{Rules::name}...};

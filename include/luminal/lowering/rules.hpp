@@ -16,10 +16,10 @@ namespace luminal::egraph {
 // n and b broadcast over m: out[.., i, j] = sum_k a[.., i, k] * b[.., j, k].
 struct MatmulFromMulSum {
     static constexpr std::string_view name = "matmul-from-mul-sum";
-    using pattern = Pat<sym(OpKind::SumReduce), Pat<sym(OpKind::Mul), Var<0>, Var<1>>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
-        const NodeSpec& sum = ctx.spec(g, m.node(0));
-        const NodeSpec& mul = ctx.spec(g, m.node(1));
+    using pattern = As<"sum", Pat<sym(OpKind::SumReduce), As<"mul", Pat<sym(OpKind::Mul), Var<"a">, Var<"b">>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& sum = ctx.spec(g, m.node<"sum">());
+        const NodeSpec& mul = ctx.spec(g, m.node<"mul">());
         std::size_t r = mul.shape.size();
         if (r < 3 || sum.op.axis != r - 1 || !sum.views[0].is_contiguous() || mul.dtype == DType::Bool) return false;
         auto broadcast = [](const ShapeTracker& v, std::size_t axis) {
@@ -27,14 +27,14 @@ struct MatmulFromMulSum {
         };
         return broadcast(mul.views[0], r - 2) && broadcast(mul.views[1], r - 3);
     }
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        const NodeSpec& sum = ctx.spec(g, m.node(0));
-        const NodeSpec& mul = ctx.spec(g, m.node(1));
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& sum = ctx.spec(g, m.node<"sum">());
+        const NodeSpec& mul = ctx.spec(g, m.node<"mul">());
         std::size_t r = mul.shape.size();
         NodeSpec gemm = NodeSpec::backend(
             MatmulOp{}, {mul.views[0].remove_broadcast_axis(r - 2), mul.views[1].remove_broadcast_axis(r - 3)}, sum.shape,
             sum.dtype);
-        ClassId children[] = {m.var(0), m.var(1)};
+        ClassId children[] = {m.var<"a">(), m.var<"b">()};
         g.merge(m.root(g), add_spec(g, ctx, std::move(gemm), children));
     }
 };
@@ -182,13 +182,13 @@ constexpr std::string_view to_fused_name(OpKind k) {
 template <OpKind K>
 struct ToFused {
     static constexpr std::string_view name = to_fused_name(K);
-    using pattern = AnyArity<sym(K)>;
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        NodeSpec s = ctx.spec(g, m.node(0));
+    using pattern = As<"op", AnyArity<sym(K)>>;
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        NodeSpec s = ctx.spec(g, m.template node<"op">());
         auto program = std::make_shared<FusedProgram>();
         program->steps.push_back(FusedStep{K, 0, static_cast<std::uint16_t>(s.views.size() > 1 ? 1 : 0), s.dtype, 0, {}});
         detail::set_region_program(s, std::move(program));
-        auto kids = g.children(m.node(0));
+        auto kids = g.children(m.template node<"op">());
         std::vector<ClassId> children(kids.begin(), kids.end());
         detail::canonicalize(s, children);
         g.merge(m.root(g), add_spec(g, ctx, std::move(s), children));
@@ -202,7 +202,7 @@ struct ToFused {
 // sub-DAG, which is exponential on expressions like gelu.
 struct FuseProducer {
     static constexpr std::string_view name = "fuse-producer";
-    using pattern = AnyArity<op_symbol<FusedElementwiseOp>>;
+    using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
 
     // The steps computing input (c, view) inside a region, if it can be absorbed.
@@ -226,9 +226,9 @@ struct FuseProducer {
         return std::nullopt;
     }
 
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        NodeSpec region = ctx.spec(g, m.node(0));
-        auto kids_span = g.children(m.node(0));
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        NodeSpec region = ctx.spec(g, m.node<"region">());
+        auto kids_span = g.children(m.node<"region">());
         std::vector<ClassId> kids(kids_span.begin(), kids_span.end());
         std::vector<std::pair<ClassId, ShapeTracker>> frontier;
         for (std::size_t i = 0; i < kids.size(); ++i) frontier.push_back({g.find(kids[i]), region.views[i]});

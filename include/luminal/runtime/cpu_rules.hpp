@@ -12,15 +12,15 @@ namespace luminal::egraph {
 // Cast does, so results are unchanged).
 struct MatmulReadsNarrowOperand {
     static constexpr std::string_view name = "matmul-reads-narrow-operand";
-    using pattern = Pat<op_symbol<MatmulOp>, Var<0>, Pat<sym(OpKind::Cast), Var<1>>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const Match& m) {
-        const NodeSpec& cast = ctx.spec(g, m.node(1));
-        const DType stored = ctx.spec(g, g.class_nodes(m.var(1)).front()).dtype;
+    using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, Var<"a">, As<"cast", Pat<sym(OpKind::Cast), Var<"b">>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& cast = ctx.spec(g, m.node<"cast">());
+        const DType stored = ctx.facts(g, m.var<"b">()).dtype;
         return cast.dtype == DType::F32 && (stored == DType::BF16 || stored == DType::F16) && reads_whole(cast, 0);
     }
-    static void apply(EGraph& g, HlirContext& ctx, const Match& m) {
-        NodeSpec gemm = ctx.spec(g, m.node(0));
-        ClassId children[] = {m.var(0), m.var(1)};
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        NodeSpec gemm = ctx.spec(g, m.node<"gemm">());
+        ClassId children[] = {m.var<"a">(), m.var<"b">()};
         g.merge(m.root(g), add_spec(g, ctx, std::move(gemm), children));
     }
 };
