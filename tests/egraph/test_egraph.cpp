@@ -340,9 +340,9 @@ TEST_CASE("limits stop an exploding rule set") {
 template <typename P>
 void check_delta_matches(const EGraph& g, std::uint32_t since) {
     using Key = std::vector<std::uint32_t>;
-    auto key = [](const Match& m) {
-        Key k(m.vars.begin(), m.vars.end());
-        k.insert(k.end(), m.nodes.begin(), m.nodes.end());
+    auto key = [](const Match& m) {  // a match fills only its pattern's variables and nodes
+        Key k(m.vars.begin(), m.vars.begin() + PatternSize<P>::vars);
+        k.insert(k.end(), m.nodes.begin(), m.nodes.begin() + PatternSize<P>::nodes);
         return k;
     };
     auto stamped = [&](ENodeId n, bool at_root) { return g.fresh_since(n, since, at_root); };

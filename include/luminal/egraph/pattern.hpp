@@ -65,7 +65,7 @@ struct AnyArity {};
 // Room enough for softmax or an attention head; a search stores each match
 // packed to its own pattern's size, so the bound costs little.
 inline constexpr int kMaxVars = 8;
-inline constexpr int kMaxPatternNodes = 16;
+inline constexpr int kMaxPatternNodes = 24;
 
 // Left uninitialised: a match is filled up to its pattern's size only.
 struct Match {
