@@ -1,9 +1,9 @@
 // The bundled models against transformers: tiny random-weight models of each
 // family (tests/data/models, from tools/gen_model_fixtures.py) loaded through
 // the same path a real model directory takes, compiled for the CpuRuntime, and
-// compared with transformers' logits: every prompt position of the prefill,
-// then 8 greedy decode steps through the KV cache. Tolerance: max |diff| <=
-// 1e-4 (f32 everywhere; differences come from summation order only).
+// compared with transformers' logits (model_reference.hpp).
+#include "model_reference.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,52 +16,11 @@
 
 namespace {
 
+using luminal_test::check_against_reference;
+using luminal_test::kLogitTolerance;
+using luminal_test::max_abs_diff;
+
 const std::filesystem::path kModels = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models";
-constexpr double kTolerance = 1e-4;
-
-double max_abs_diff(std::span<const float> a, std::span<const float> b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
-    return worst;
-}
-
-std::int32_t argmax(std::span<const float> row) {
-    return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
-// Prefill and greedy decode of `config`'s model with the weights `load` binds,
-// against the logits and ids in `reference_file`.
-template <typename Load>
-void check_against_reference(const luminal::io::ModelConfig& config, Load load,
-                             const std::filesystem::path& reference_file) {
-    const auto reference = luminal::io::SafetensorsFile::open(reference_file);
-    const auto prompt64 = luminal::io::to_vector<std::int64_t>(reference.at("prompt_ids"));
-    const auto prefill = luminal::io::to_f32(reference.at("prefill_logits"));
-    const auto generated = luminal::io::to_vector<std::int64_t>(reference.at("generated_ids"));
-    const auto decode = luminal::io::to_f32(reference.at("decode_logits"));
-
-    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, {.context = 32});
-    luminal::CompileOptions options;
-    options.verbosity = 0;
-    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
-    load(session);
-    const auto vocab = static_cast<std::size_t>(model.config.vocab_size);
-
-    const std::vector<std::int32_t> prompt(prompt64.begin(), prompt64.end());
-    const std::vector<float> logits = session.forward(prompt);
-    CHECK(max_abs_diff(logits, prefill) <= kTolerance);
-
-    std::int32_t next = argmax(std::span(logits).subspan((prompt.size() - 1) * vocab, vocab));
-    CHECK(next == generated[0]);
-    for (std::size_t step = 1; step < generated.size(); ++step) {
-        CAPTURE(step);
-        const std::vector<float> row = session.forward(std::vector<std::int32_t>{next});
-        CHECK(max_abs_diff(row, std::span(decode).subspan(step * vocab, vocab)) <= kTolerance);
-        next = argmax(row);
-        CHECK(next == generated[step]);
-    }
-}
 
 void check_family(const std::string& name) {
     CAPTURE(name);
@@ -85,11 +44,8 @@ TEST_CASE("gemma4-moe matches transformers: prefill and greedy decode") { check_
 // against transformers run on the dequantized weights in Hugging Face layout.
 TEST_CASE("a GGUF Llama matches transformers on its dequantized weights") {
     const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
-    const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
-    CHECK(pretrained.chat_family() == luminal::io::ChatFamily::SmolLm2);
-    check_against_reference(
-        pretrained.config(), [&](auto& session) { session.load_weights(pretrained); },
-        dir / "reference.safetensors");
+    CHECK(luminal::nn::PretrainedModel::open(dir / "model.gguf").chat_family() == luminal::io::ChatFamily::SmolLm2);
+    luminal_test::check_pretrained(dir / "model.gguf");
 }
 
 namespace {
@@ -205,8 +161,8 @@ TEST_CASE("bf16 weights: stored as bf16, computed in f32, match transformers on 
     luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
     session.load_weights(luminal::io::SafetensorsModel::open(dir));
     const std::vector<float> logits = session.forward(std::vector<std::int32_t>(prompt64.begin(), prompt64.end()));
-    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("bf16_prefill_logits"))) <= kTolerance);
+    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("bf16_prefill_logits"))) <= kLogitTolerance);
     // Rounding the weights moved the logits well beyond the tolerance: the check above can tell them apart.
-    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("prefill_logits"))) > 100 * kTolerance);
+    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("prefill_logits"))) > 100 * kLogitTolerance);
     std::filesystem::remove_all(dir);
 }
