@@ -8,10 +8,9 @@
 #include "luminal/nn/rotary.hpp"
 #include "luminal/nn/self_attention.hpp"
 
-#include <map>
+#include <deque>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 
 namespace luminal::nn {
@@ -26,20 +25,14 @@ struct DecoderSpec {
 class RotaryTables {
 public:
     const Rotary& get(ParameterSet& params, Graph& cx, const io::RopeConfig& rope, std::int64_t head_dim) {
-        const auto key = std::tuple(static_cast<int>(rope.type), rope.theta, rope.partial_rotary_factor, rope.factor,
-                                    rope.low_freq_factor, rope.high_freq_factor,
-                                    rope.original_max_position_embeddings, head_dim);
-        auto it = tables_.find(key);
-        if (it == tables_.end()) {
-            const std::string name = fmt::format("rope.{}.inv_freq", tables_.size());
-            it = tables_.emplace(key, Rotary::create(params, cx, name, rope, head_dim)).first;
-        }
-        return it->second;
+        for (const auto& [key, rotary] : tables_)
+            if (key.first == rope && key.second == head_dim) return rotary;
+        const std::string name = fmt::format("rope.{}.inv_freq", tables_.size());
+        return tables_.emplace_back(std::pair(rope, head_dim), Rotary::create(params, cx, name, rope, head_dim)).second;
     }
 
 private:
-    using Key = std::tuple<int, double, double, double, double, double, std::int64_t, std::int64_t>;
-    std::map<Key, Rotary> tables_;
+    std::deque<std::pair<std::pair<io::RopeConfig, std::int64_t>, Rotary>> tables_;  // few: searched in order
 };
 
 // The attention settings every family starts from, for layer `i`.
