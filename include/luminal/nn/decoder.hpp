@@ -60,9 +60,10 @@ CausalLm build_decoder(const io::ModelConfig& config, const ModelOptions& option
     auto graph = std::make_unique<Graph>();
     ParameterSet parameters;
     KvCaches caches;
-    ModelBuilder m{config, options, *graph, parameters, caches};
+    ModelBuilder m{config, options, *graph, parameters, caches, std::nullopt};
     const std::int64_t vocab = config.vocab_size, hidden = config.hidden_size;
     GraphTensor input_ids = m.graph.named_tensor("input_ids", {CausalLm::new_tokens()}, DType::I32);
+    m.input_ids = input_ids;
     const Embedding embed =
         Embedding::create(parameters, m.graph, "model.embed_tokens.weight", vocab, hidden, options.weight_dtype);
     GraphTensor x = embed(input_ids);

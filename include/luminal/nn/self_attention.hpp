@@ -62,6 +62,14 @@ struct SelfAttention {
 
     // x: [s, hidden] of the tokens at positions p.. -> [s, hidden]; adds the layer's cache to `caches`.
     GraphTensor operator()(const GraphTensor& x, Expression p, KvCaches& caches) const {
+        return attend(x, p, caches).output;
+    }
+
+    struct Attended {
+        GraphTensor output;  // [s, hidden]
+        CacheWindow window;  // the keys and values attended to (positions 0..p+s-1)
+    };
+    Attended attend(const GraphTensor& x, Expression p, KvCaches& caches) const {
         const std::int64_t d = spec.layer.head_dim;
         GraphTensor queries = q(x).split_dims(-1, d);  // [s, heads, d]
         GraphTensor keys = k(x).split_dims(-1, d);     // [s, kv, d]
@@ -73,7 +81,7 @@ struct SelfAttention {
         keys = rope(keys, p);
         CacheWindow window = append_to_cache(x.graph(), cache_name, spec.context, keys, values, p);
         caches.layers.push_back(window.cache);
-        return o(attention(queries, window.keys, window.values, p, spec.attention));
+        return {o(attention(queries, window.keys, window.values, p, spec.attention)), window};
     }
 };
 
