@@ -61,6 +61,7 @@ struct ModelConfig {
     std::string hidden_act;
     bool tie_word_embeddings = false;
     bool attention_bias = false;
+    bool attention_output_bias = false;  // o_proj's bias; attention_bias unless a file says otherwise (Qwen2)
     bool mlp_bias = false;
     bool qk_norm = false;  // RMSNorm of each head's q and k before RoPE (Qwen3, Gemma)
     std::optional<std::int64_t> bos_token_id;
@@ -157,6 +158,7 @@ inline void parse_common(const Json& config, const Json& defaults, ModelConfig& 
     out.tie_word_embeddings =
         json_value_or<bool>(config, "tie_word_embeddings", defaults.value("tie_word_embeddings", false), where);
     out.attention_bias = json_value_or<bool>(config, "attention_bias", false, where);
+    out.attention_output_bias = out.attention_bias;
     out.mlp_bias = json_value_or<bool>(config, "mlp_bias", false, where);
     out.bos_token_id = json_optional<int64_t>(config, "bos_token_id", where);
     if (!out.bos_token_id && defaults.contains("bos_token_id")) out.bos_token_id = defaults["bos_token_id"].get<int64_t>();

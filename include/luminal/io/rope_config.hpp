@@ -35,6 +35,8 @@ struct RopeConfig {
     std::optional<double> mscale, mscale_all_dim;    // Yarn (DeepSeek): the attention factor's ratio
     bool truncate = true;                            // Yarn: round the ramp bounds outward
     std::vector<double> short_factor, long_factor;   // LongRope: per-pair divisors within / past the context
+    // Divisors of each pair's frequency on top of the type's (a GGUF file's rope_freqs tensor).
+    std::vector<double> frequency_factors;
 
     bool operator==(const RopeConfig&) const = default;
 };

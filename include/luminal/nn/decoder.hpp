@@ -42,6 +42,7 @@ inline SelfAttentionSpec attention_spec(const ModelBuilder& m, std::size_t i) {
     spec.heads = m.config.num_attention_heads;
     spec.layer = m.config.layers[i];
     spec.bias = m.config.attention_bias;
+    spec.output_bias = m.config.attention_output_bias;
     spec.norm_epsilon = m.config.rms_norm_eps;
     spec.attention.scale = 1.0 / std::sqrt(static_cast<double>(spec.layer.head_dim));
     if (spec.layer.attention == io::AttentionKind::Sliding) spec.attention.sliding_window = m.config.sliding_window;

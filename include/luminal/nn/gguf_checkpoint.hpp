@@ -1,14 +1,16 @@
 #pragma once
-// A GGUF file of a Llama-architecture model seen as a Hugging Face checkpoint:
+// A GGUF file (architectures llama, qwen2, qwen3) seen as a Hugging Face checkpoint:
 // llama.cpp's tensor names mapped back to transformers' (blk.3.attn_q.weight ->
 // model.layers.3.self_attn.q_proj.weight), quantized tensors dequantized to
-// f32, and the rows of the Q and K projections put back in Hugging Face order.
+// f32, and for llama the rows of the Q and K projections put back in Hugging
+// Face order. rope_freqs.weight is not a weight: the config holds it.
 //
 // Why the reordering: transformers rotates the two halves of each head
 // (dimension j with j + d/2), llama.cpp rotates neighbouring pairs (2j with
 // 2j+1), so llama.cpp's converter permutes the rows of attn_q and attn_k per
 // head: GGUF row h*d + 2j + t holds Hugging Face row h*d + t*d/2 + j (t = 0, 1).
-// The inverse makes our split-half RoPE compute what llama.cpp computes.
+// The inverse makes our split-half RoPE compute what llama.cpp computes. Qwen
+// files keep transformers' order (llama.cpp rotates their halves, as "NEOX").
 #include "luminal/core/error.hpp"
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/model_config.hpp"
@@ -31,6 +33,7 @@ public:
     // `config` (from the same file) gives the head counts the Q/K reordering needs.
     GgufCheckpoint(const io::GgufFile& file, const io::ModelConfig& config) : file_(file) {
         for (const io::GgufTensor& tensor : file.tensors()) {
+            if (tensor.name == "rope_freqs.weight") continue;  // read into the config's RoPE
             Entry entry{&tensor, 0, 0};
             std::string name = hf_name(tensor.name, config, entry);
             const auto [it, inserted] = entries_.emplace(name, entry);
@@ -107,11 +110,13 @@ private:
             {"attn_q", "self_attn.q_proj"},          {"attn_k", "self_attn.k_proj"},
             {"attn_v", "self_attn.v_proj"},          {"attn_output", "self_attn.o_proj"},
             {"ffn_gate", "mlp.gate_proj"},           {"ffn_up", "mlp.up_proj"},
-            {"ffn_down", "mlp.down_proj"}};
+            {"ffn_down", "mlp.down_proj"},          {"attn_q_norm", "self_attn.q_norm"},
+            {"attn_k_norm", "self_attn.k_norm"}};
         const auto module = modules.find(part);
         if (module == modules.end()) return std::string(gguf);
-        if (part == "attn_q") entry = {entry.tensor, config.num_attention_heads, shape.head_dim};
-        if (part == "attn_k") entry = {entry.tensor, shape.num_key_value_heads, shape.head_dim};
+        const bool interleaved = config.model_type == "llama";
+        if (interleaved && part == "attn_q") entry = {entry.tensor, config.num_attention_heads, shape.head_dim};
+        if (interleaved && part == "attn_k") entry = {entry.tensor, shape.num_key_value_heads, shape.head_dim};
         return prefix + std::string(module->second) + std::string(suffix);
     }
 

@@ -104,6 +104,11 @@ inline std::vector<float> rope_inverse_frequencies(const io::RopeConfig& rope, s
     if (rope.type == RopeType::Yarn) return detail::yarn_inverse_frequencies(rope, dim);
     if (rope.type == RopeType::LongRope) return detail::longrope_inverse_frequencies(rope, dim, rope.short_factor);
     for (float power : detail::rope_powers(rope.theta, dim)) inv.push_back(1.0f / power);
+    if (!rope.frequency_factors.empty()) {
+        check(rope.frequency_factors.size() == inv.size(), "rope", "{} frequency factors for {} rotated pairs",
+              rope.frequency_factors.size(), inv.size());
+        for (std::size_t i = 0; i < inv.size(); ++i) inv[i] /= static_cast<float>(rope.frequency_factors[i]);
+    }
     if (rope.type == RopeType::Linear) {
         for (float& f : inv) f /= static_cast<float>(rope.factor);
     } else if (rope.type == RopeType::Llama3) {

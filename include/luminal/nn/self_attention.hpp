@@ -17,7 +17,8 @@ namespace luminal::nn {
 struct SelfAttentionSpec {
     std::int64_t hidden = 0, heads = 0;
     io::LayerConfig layer;
-    bool bias = false;
+    bool bias = false;         // of the q, k and v projections
+    bool output_bias = false;  // of o_proj
     // Per-head RMSNorm of q and k (Qwen3, Gemma), with Gemma 3's (1 + w) offset.
     bool qk_norm = false;
     double qk_norm_offset = 0.0;
@@ -45,7 +46,7 @@ struct SelfAttention {
                                        spec.weight_dtype),
                         Linear::create(params, cx, prefix + ".k_proj", spec.hidden, kv * d, spec.bias,
                                        spec.weight_dtype),
-                        Linear::create(params, cx, prefix + ".o_proj", spec.heads * d, spec.hidden, spec.bias,
+                        Linear::create(params, cx, prefix + ".o_proj", spec.heads * d, spec.hidden, spec.output_bias,
                                        spec.weight_dtype),
                         std::nullopt, std::nullopt, std::nullopt, std::nullopt,
                         rope,
