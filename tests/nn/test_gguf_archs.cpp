@@ -1,7 +1,8 @@
 // GGUF files beyond plain Llama, written as llama.cpp's converter writes them
 // (tests/data/gguf_arch, from tools/gen_gguf_arch_fixtures.py), opened as a
 // user would and checked against transformers on the same (f16-rounded)
-// weights: qwen2 and qwen3 files and a Llama 3.1 file with its rope_freqs tensor.
+// weights: qwen2, qwen3 and qwen3moe files and a Llama 3.1 file with its
+// rope_freqs tensor.
 #include "model_reference.hpp"
 
 #include <doctest/doctest.h>
@@ -29,6 +30,15 @@ TEST_CASE("a qwen3 GGUF file matches transformers") {
     CHECK(pretrained.config().family == luminal::io::ModelFamily::Qwen3);
     CHECK(pretrained.config().layers[0].head_dim == 16);
     luminal_test::check_pretrained(kGgufArch / "qwen3" / "model.gguf");
+}
+
+TEST_CASE("a qwen3moe GGUF file (stacked experts, a dense layer between) matches transformers") {
+    const auto pretrained = luminal::nn::PretrainedModel::open(kGgufArch / "qwen3moe" / "model.gguf");
+    REQUIRE(pretrained.config().moe.has_value());
+    CHECK(pretrained.config().moe->num_experts == 4);
+    CHECK(pretrained.config().layers[0].moe);
+    CHECK_FALSE(pretrained.config().layers[1].moe);
+    luminal_test::check_pretrained(kGgufArch / "qwen3moe" / "model.gguf");
 }
 
 TEST_CASE("a Llama 3.1 GGUF file with rope_freqs matches transformers' llama3 RoPE") {

@@ -3,7 +3,9 @@
 // llama.cpp's converter writes them. Supported architectures: llama (Llama 1-3
 // and Llama-shaped models such as SmolLM2; Llama 3.1's RoPE scaling comes as
 // the per-pair frequency divisors of tensor rope_freqs.weight), qwen2 (run as a
-// Llama with q/k/v biases) and qwen3.
+// Llama with q/k/v biases), qwen3 and qwen3moe (which layers route follows from
+// which hold a router, ffn_gate_inp; like llama.cpp, the top-k weights are
+// renormalised, as every Qwen3-MoE config asks).
 // Whether the LM head is tied and whether attention has biases follow from
 // which tensors the file holds.
 #include "luminal/core/error.hpp"
@@ -20,9 +22,9 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
     const GgufMetadata& metadata = file.metadata();
     const std::string& where = metadata.file();
     const std::string architecture(metadata.get_string("general.architecture"));
-    check(architecture == "llama" || architecture == "qwen2" || architecture == "qwen3", where.c_str(),
-          "general.architecture '{}' is not supported (luminal runs GGUF files of architectures llama, qwen2, "
-          "qwen3)", architecture);
+    check(architecture == "llama" || architecture == "qwen2" || architecture == "qwen3" || architecture == "qwen3moe",
+          where.c_str(), "general.architecture '{}' is not supported (luminal runs GGUF files of architectures llama, "
+          "qwen2, qwen3, qwen3moe)", architecture);
     const auto key = [&](const char* name) { return architecture + "." + name; };
     const auto size = [&](const char* name) {
         const auto value = metadata.get_integer<std::int64_t>(key(name));
@@ -30,8 +32,10 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
         return value;
     };
     ModelConfig config;
-    config.family = architecture == "qwen3" ? ModelFamily::Qwen3 : ModelFamily::Llama;
-    config.qk_norm = config.family == ModelFamily::Qwen3;
+    config.family = architecture == "qwen3"      ? ModelFamily::Qwen3
+                    : architecture == "qwen3moe" ? ModelFamily::Qwen3Moe
+                                                 : ModelFamily::Llama;
+    config.qk_norm = config.family != ModelFamily::Llama;
     config.model_type = architecture;
     config.hidden_size = size("embedding_length");
     config.intermediate_size = size("feed_forward_length");
@@ -98,6 +102,17 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
               layer.rope.frequency_factors.size(), layer.head_dim);
     }
     config.layers.assign(static_cast<std::size_t>(config.num_hidden_layers), layer);
+    if (config.family == ModelFamily::Qwen3Moe) {
+        MoeConfig experts;
+        experts.num_experts = size("expert_count");
+        experts.top_k = size("expert_used_count");
+        experts.intermediate_size = size("expert_feed_forward_length");
+        experts.norm_topk_prob = true;
+        detail::check_moe(experts, key("expert_used_count").c_str(), where);
+        config.moe = experts;
+        for (std::size_t i = 0; i < config.layers.size(); ++i)
+            config.layers[i].moe = file.contains(fmt::format("blk.{}.ffn_gate_inp.weight", i));
+    }
     return config;
 }
 
