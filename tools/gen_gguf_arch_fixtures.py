@@ -32,6 +32,7 @@ Cases:
 """
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import sys
@@ -117,12 +118,9 @@ def llama3_rope_factors(rope: dict, head_dim: int) -> np.ndarray:
 
 def write_gguf(path: Path, arch: str, model, config, tokenizer, pre: str, permute_qk: bool,
                extra: dict[str, np.ndarray]) -> None:
-    data = tokenizer.to_str()
-    vocab = {token: index for token, index in tokenizer.get_vocab(with_added_tokens=True).items()}
-    by_id = {index: token for token, index in vocab.items()}
+    by_id = {index: token for token, index in tokenizer.get_vocab(with_added_tokens=True).items()}
     specials = {t.content for t in tokenizer.get_added_tokens_decoder().values() if t.special}
-    import json
-    merges = [m if isinstance(m, str) else " ".join(m) for m in json.loads(data)["model"]["merges"]]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in json.loads(tokenizer.to_str())["model"]["merges"]]
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     writer = GGUFWriter(str(path), arch)
     writer.add_type("model")
