@@ -20,8 +20,9 @@ in order until every greedy step wins by MIN_MARGIN). Cases:
           {"tokenizer_size", "raw_text", "pickable_text"}
   gemma3_multimodal  a Gemma3ForConditionalGeneration (tiny SigLIP vision tower and projector)
       stored as google/gemma-3-4b-it is: language_model.model.*, vision_tower.*,
-      multi_modal_projector.*; the reference is its text-only forward. Both multimodal cases
-      carry a 256-token tokenizer.json trained as above, so the directory opens as a model.
+      multi_modal_projector.*; the reference is its text-only forward. All cases but the
+      first carry a 256-token tokenizer.json trained as above, so each directory opens as a
+      model (examples/generate --model DIR).
   gemma4_multimodal  a Gemma4ForConditionalGeneration (tiny vision tower) stored as Gemma 4
       checkpoints are: model.language_model.*, model.vision_tower.*, model.embed_vision.*.
 
@@ -253,6 +254,7 @@ def text_model(name: str, config, plainer_rope: dict) -> None:
     assert float(gaps[-1]) > 1e-2, (name, gaps)
     print(f"{name}: max logit gap to {plainer_rope['rope_type']} rope per step {[round(float(g), 3) for g in gaps]}")
     save_model(model, folder)
+    (folder / "tokenizer.json").write_text(train_tokenizer(MULTIMODAL_VOCAB).to_str(), encoding="utf-8")
     save_file(reference_tensors(PROMPT, prefill, generated, decode), folder / "reference.safetensors")
     print(f"{name}: seed {seed}, generated {generated.tolist()}")
 
@@ -308,6 +310,7 @@ def gemma4_small() -> None:
     else:
         raise RuntimeError(f"gemma4_small: no seed gives a greedy margin of {MIN_MARGIN}")
     save_model(model, folder)
+    (folder / "tokenizer.json").write_text(train_tokenizer(MULTIMODAL_VOCAB).to_str(), encoding="utf-8")
     names = set(load_file(folder / "model.safetensors"))
     assert "model.layers.2.self_attn.k_proj.weight" not in names and "model.embed_tokens_per_layer.weight" in names
     save_file(reference_tensors(PROMPT, prefill, generated, decode), folder / "reference.safetensors")
