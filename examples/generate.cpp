@@ -46,6 +46,7 @@ struct Args {
     std::int64_t context = 512;
     bool chat = false;
     bool ignore_eos = false;
+    bool raw_ids = false;
     luminal::DType weights = luminal::DType::F32;
 };
 
@@ -80,11 +81,15 @@ int run(const Args& args) {
         for (const std::string& name : luminal::io::chat_stop_tokens(pretrained.chat_family()))
             if (auto id = tokenizer.token_to_id(name)) stops.push_back(*id);
 
+    // A padded vocabulary has ids without text: picked only with --raw-ids.
+    const std::vector<bool> pickable =
+        args.raw_ids ? std::vector<bool>{} : luminal::nn::decodable_ids(tokenizer, config.vocab_size);
+
     std::vector<double> ttft_samples;
     std::int32_t token = 0;
     for (int i = 0; i < args.iters; ++i) {
         session.reset();
-        luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed);
+        luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed, pickable);
         const auto start = Clock::now();
         const std::vector<float> logits = session.forward(prompt);
         token = sampler(std::span(logits).subspan((prompt.size() - 1) * vocab, vocab));
@@ -93,7 +98,7 @@ int run(const Args& args) {
 
     std::printf(args.chat ? "> %s\n" : "%s", args.prompt.c_str());
     luminal::io::StreamingDecoder stream(tokenizer, true);
-    luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed + 1);
+    luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed + 1, pickable);
     std::vector<double> tpot_samples;
     std::vector<std::int32_t> generated_ids{token};
     std::fputs(stream.step(token).c_str(), stdout);
@@ -152,6 +157,8 @@ int main(int argc, char** argv) {
     app.add_option("--context", args.context, "KV cache size in tokens")->check(CLI::PositiveNumber);
     app.add_flag("--chat", args.chat, "wrap the prompt in the family's chat template");
     app.add_flag("--ignore-eos", args.ignore_eos, "keep generating past end-of-sequence tokens");
+    app.add_flag("--raw-ids", args.raw_ids,
+                 "let the sampler pick ids the tokenizer has no token for (a padded vocabulary; they print nothing)");
     const std::map<std::string, luminal::DType> weight_dtypes{
         {"f32", luminal::DType::F32}, {"f16", luminal::DType::F16}, {"bf16", luminal::DType::BF16}};
     app.add_option("--weights", args.weights, "dtype the weight matrices are kept in (f16/bf16: computed in f32)")

@@ -39,4 +39,5 @@
 #include "luminal/io/gguf_tokenizer.hpp"
 #include "luminal/nn/models.hpp"
 #include "luminal/nn/pretrained.hpp"
+#include "luminal/nn/sampling.hpp"
 #include "luminal/nn/session.hpp"

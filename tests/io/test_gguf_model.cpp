@@ -199,8 +199,9 @@ TEST_CASE("gguf model: a hand-built Llama: defaults and the BOS the metadata ask
 
 TEST_CASE("gguf model: config metadata luminal cannot run is an Error naming the key") {
     Metadata m = llama_metadata();
-    set(m, "general.architecture", std::string("qwen2"));
-    CHECK(contains(config_error(m), "general.architecture 'qwen2' is not supported"));
+    set(m, "general.architecture", std::string("gemma3"));
+    CHECK(contains(config_error(m), "general.architecture 'gemma3' is not supported (luminal runs GGUF files of "
+                                    "architectures llama, qwen2, qwen3, qwen3moe)"));
 
     m = llama_metadata();
     remove_key(m, "llama.embedding_length");

@@ -154,8 +154,9 @@ TEST_CASE("config errors name the field and the value") {
               .find("field 'num_key_value_heads' must be an integer") != std::string::npos);
     CHECK(error_of(std::string(kLlama) + R"(, "num_key_value_heads": 3})")
               .find("num_attention_heads 4 is not a multiple of num_key_value_heads 3") != std::string::npos);
-    CHECK(error_of(std::string(kLlama) + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})")
-              .find("rope_type 'yarn' is not supported") != std::string::npos);
+    CHECK(error_of(std::string(kLlama) + R"(, "rope_scaling": {"rope_type": "ntk-by-parts", "factor": 4.0}})")
+              .find("rope_type 'ntk-by-parts' is not supported (supported: default, linear, llama3, proportional, "
+                    "yarn, dynamic, longrope)") != std::string::npos);
     CHECK(error_of(std::string(kLlama) + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})")
               .find("rope_scaling: missing required field 'low_freq_factor'") != std::string::npos);
     CHECK(error_of(R"({"model_type": "mamba"})").find("model_type 'mamba' is not supported") != std::string::npos);

@@ -1,9 +1,10 @@
 // The bundled models against transformers: tiny random-weight models of each
 // family (tests/data/models, from tools/gen_model_fixtures.py) loaded through
-// the same path a real model directory takes, compiled for each runtime, and
-// compared with transformers' logits: every prompt position of the prefill,
-// then 8 greedy decode steps through the KV cache. Tolerance: max |diff| <=
-// 1e-4 (f32 everywhere; differences come from summation order only).
+// the same path a real model directory takes, compiled for each runtime (the
+// reference, the CPU backend, the toy backend), and compared with
+// transformers' logits (model_reference.hpp).
+#include "model_reference.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,76 +13,28 @@
 #include <fstream>
 #include <luminal/luminal.hpp>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "../toy_backend/toy_runtime.hpp"
 
 namespace {
 
+using luminal_test::check_against_reference;
+using luminal_test::kLogitTolerance;
+using luminal_test::max_abs_diff;
+
 const std::filesystem::path kModels = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models";
-constexpr double kTolerance = 1e-4;
 
-double max_abs_diff(std::span<const float> a, std::span<const float> b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
-    return worst;
-}
-
-std::int32_t argmax(std::span<const float> row) {
-    return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
-// Prefill and greedy decode of `config`'s model on a Runtime with the weights
-// `load` binds, against the logits and ids in `reference_file`.
-template <typename Runtime = luminal::CpuRuntime, typename Load>
-void check_against_reference(const luminal::io::ModelConfig& config, Load load,
-                             const std::filesystem::path& reference_file) {
-    const auto reference = luminal::io::SafetensorsFile::open(reference_file);
-    const auto prompt64 = luminal::io::to_vector<std::int64_t>(reference.at("prompt_ids"));
-    const auto prefill = luminal::io::to_f32(reference.at("prefill_logits"));
-    const auto generated = luminal::io::to_vector<std::int64_t>(reference.at("generated_ids"));
-    const auto decode = luminal::io::to_f32(reference.at("decode_logits"));
-
-    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, {.context = 32});
-    luminal::CompileOptions options;
-    options.verbosity = 0;
-    luminal::nn::Session session(model, Runtime{}, options);
-    load(session);
-    const auto vocab = static_cast<std::size_t>(model.config.vocab_size);
-
-    const std::vector<std::int32_t> prompt(prompt64.begin(), prompt64.end());
-    const std::vector<float> logits = session.forward(prompt);
-    CHECK(max_abs_diff(logits, prefill) <= kTolerance);
-
-    std::int32_t next = argmax(std::span(logits).subspan((prompt.size() - 1) * vocab, vocab));
-    CHECK(next == generated[0]);
-    for (std::size_t step = 1; step < generated.size(); ++step) {
-        CAPTURE(step);
-        const std::vector<float> row = session.forward(std::vector<std::int32_t>{next});
-        CHECK(max_abs_diff(row, std::span(decode).subspan(step * vocab, vocab)) <= kTolerance);
-        next = argmax(row);
-        CHECK(next == generated[step]);
-    }
-    // On the CPU each step writes its keys and values into the caches in place, not into copies of them.
-    if constexpr (std::is_same_v<Runtime, luminal::CpuRuntime>)
-        for (const luminal::nn::KvCache& layer : model.caches.layers) {
-            CHECK(session.runtime().updates_in_place(layer.updated_keys));
-            CHECK(session.runtime().updates_in_place(layer.updated_values));
-        }
-}
-
-// On every runtime: the reference, the CPU backend and the toy backend.
 void check_family(const std::string& name) {
     CAPTURE(name);
     const auto dir = kModels / name;
     const luminal::io::SafetensorsModel weights = luminal::io::SafetensorsModel::open(dir);
     const auto config = luminal::io::load_model_config(dir);
     auto load = [&](auto& session) { session.load_weights(weights); };
-    SUBCASE("cpu") { check_against_reference<luminal::CpuRuntime>(config, load, dir / "reference.safetensors"); }
-    SUBCASE("reference") { check_against_reference<luminal::ReferenceRuntime>(config, load, dir / "reference.safetensors"); }
-    SUBCASE("toy") { check_against_reference<toy::ToyRuntime>(config, load, dir / "reference.safetensors"); }
+    const auto reference = dir / "reference.safetensors";
+    SUBCASE("cpu") { check_against_reference<luminal::CpuRuntime>(config, load, reference); }
+    SUBCASE("reference") { check_against_reference<luminal::ReferenceRuntime>(config, load, reference); }
+    SUBCASE("toy") { check_against_reference<toy::ToyRuntime>(config, load, reference); }
 }
 
 }  // namespace
@@ -97,11 +50,8 @@ TEST_CASE("gemma4-moe matches transformers: prefill and greedy decode") { check_
 // against transformers run on the dequantized weights in Hugging Face layout.
 TEST_CASE("a GGUF Llama matches transformers on its dequantized weights") {
     const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
-    const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
-    CHECK(pretrained.chat_family() == luminal::io::ChatFamily::SmolLm2);
-    check_against_reference(
-        pretrained.config(), [&](auto& session) { session.load_weights(pretrained); },
-        dir / "reference.safetensors");
+    CHECK(luminal::nn::PretrainedModel::open(dir / "model.gguf").chat_family() == luminal::io::ChatFamily::SmolLm2);
+    luminal_test::check_pretrained(dir / "model.gguf");
 }
 
 namespace {
@@ -217,8 +167,8 @@ TEST_CASE("bf16 weights: stored as bf16, computed in f32, match transformers on 
     luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
     session.load_weights(luminal::io::SafetensorsModel::open(dir));
     const std::vector<float> logits = session.forward(std::vector<std::int32_t>(prompt64.begin(), prompt64.end()));
-    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("bf16_prefill_logits"))) <= kTolerance);
+    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("bf16_prefill_logits"))) <= kLogitTolerance);
     // Rounding the weights moved the logits well beyond the tolerance: the check above can tell them apart.
-    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("prefill_logits"))) > 100 * kTolerance);
+    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("prefill_logits"))) > 100 * kLogitTolerance);
     std::filesystem::remove_all(dir);
 }

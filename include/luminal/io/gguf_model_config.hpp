@@ -1,12 +1,18 @@
 #pragma once
 // The ModelConfig of a GGUF file, from its `{architecture}.*` metadata keys as
-// llama.cpp's converter writes them. Supported architecture: llama (Llama 1-3
-// and Llama-shaped models such as SmolLM2). Whether the LM head is tied and
-// whether attention has biases follow from which tensors the file holds.
+// llama.cpp's converter writes them. Supported architectures: llama (Llama 1-3
+// and Llama-shaped models such as SmolLM2; Llama 3.1's RoPE scaling comes as
+// the per-pair frequency divisors of tensor rope_freqs.weight), qwen2 (run as a
+// Llama with q/k/v biases), qwen3 and qwen3moe (which layers route follows from
+// which hold a router, ffn_gate_inp; like llama.cpp, the top-k weights are
+// renormalised, as every Qwen3-MoE config asks).
+// Whether the LM head is tied and whether attention has biases follow from
+// which tensors the file holds.
 #include "luminal/core/error.hpp"
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/model_config.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -16,21 +22,20 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
     const GgufMetadata& metadata = file.metadata();
     const std::string& where = metadata.file();
     const std::string architecture(metadata.get_string("general.architecture"));
-    check(architecture == "llama", where.c_str(),
-          "general.architecture '{}' is not supported (luminal runs GGUF files of architecture 'llama')",
-          architecture);
+    check(architecture == "llama" || architecture == "qwen2" || architecture == "qwen3" || architecture == "qwen3moe",
+          where.c_str(), "general.architecture '{}' is not supported (luminal runs GGUF files of architectures llama, "
+          "qwen2, qwen3, qwen3moe)", architecture);
     const auto key = [&](const char* name) { return architecture + "." + name; };
     const auto size = [&](const char* name) {
         const auto value = metadata.get_integer<std::int64_t>(key(name));
         detail::check_positive(value, key(name).c_str(), where);
         return value;
     };
-    // Llama 3.1 files carry their RoPE scaling as per-frequency factors in a tensor.
-    check(!file.contains("rope_freqs.weight"), where.c_str(),
-          "tensor 'rope_freqs.weight' (Llama 3.1 RoPE scaling factors) is not supported");
-
     ModelConfig config;
-    config.family = ModelFamily::Llama;
+    config.family = architecture == "qwen3"      ? ModelFamily::Qwen3
+                    : architecture == "qwen3moe" ? ModelFamily::Qwen3Moe
+                                                 : ModelFamily::Llama;
+    config.qk_norm = config.family != ModelFamily::Llama;
     config.model_type = architecture;
     config.hidden_size = size("embedding_length");
     config.intermediate_size = size("feed_forward_length");
@@ -49,6 +54,7 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
                             : static_cast<std::int64_t>(metadata.get<GgufArray>("tokenizer.ggml.tokens").size());
     config.tie_word_embeddings = !file.contains("output.weight");
     config.attention_bias = file.contains("blk.0.attn_q.bias");
+    config.attention_output_bias = file.contains("blk.0.attn_output.bias");
     if (metadata.contains("tokenizer.ggml.bos_token_id"))
         config.bos_token_id = metadata.get_integer<std::int64_t>("tokenizer.ggml.bos_token_id");
     if (metadata.contains("tokenizer.ggml.eos_token_id"))
@@ -84,7 +90,29 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
                   key("rope.scaling.type"), scaling);
         }
     }
+    // Llama 3.1 files carry their RoPE scaling as per-pair frequency divisors in a tensor.
+    if (const GgufTensor* factors = file.find("rope_freqs.weight")) {
+        for (const float f : dequantize(*factors)) {
+            check(f > 0 && std::isfinite(f), where.c_str(), "tensor 'rope_freqs.weight' holds {}, not a positive "
+                  "frequency divisor", f);
+            layer.rope.frequency_factors.push_back(f);
+        }
+        check(static_cast<std::int64_t>(layer.rope.frequency_factors.size()) * 2 == layer.head_dim, where.c_str(),
+              "tensor 'rope_freqs.weight' has {} values for a head size of {} (expected one per rotated pair)",
+              layer.rope.frequency_factors.size(), layer.head_dim);
+    }
     config.layers.assign(static_cast<std::size_t>(config.num_hidden_layers), layer);
+    if (config.family == ModelFamily::Qwen3Moe) {
+        MoeConfig experts;
+        experts.num_experts = size("expert_count");
+        experts.top_k = size("expert_used_count");
+        experts.intermediate_size = size("expert_feed_forward_length");
+        experts.norm_topk_prob = true;
+        detail::check_moe(experts, key("expert_used_count").c_str(), where);
+        config.moe = experts;
+        for (std::size_t i = 0; i < config.layers.size(); ++i)
+            config.layers[i].moe = file.contains(fmt::format("blk.{}.ffn_gate_inp.weight", i));
+    }
     return config;
 }
 

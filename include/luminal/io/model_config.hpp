@@ -61,6 +61,7 @@ struct ModelConfig {
     std::string hidden_act;
     bool tie_word_embeddings = false;
     bool attention_bias = false;
+    bool attention_output_bias = false;  // o_proj's bias; attention_bias unless a file says otherwise (Qwen2)
     bool mlp_bias = false;
     bool qk_norm = false;  // RMSNorm of each head's q and k before RoPE (Qwen3, Gemma)
     std::optional<std::int64_t> bos_token_id;
@@ -157,6 +158,7 @@ inline void parse_common(const Json& config, const Json& defaults, ModelConfig& 
     out.tie_word_embeddings =
         json_value_or<bool>(config, "tie_word_embeddings", defaults.value("tie_word_embeddings", false), where);
     out.attention_bias = json_value_or<bool>(config, "attention_bias", false, where);
+    out.attention_output_bias = out.attention_bias;
     out.mlp_bias = json_value_or<bool>(config, "mlp_bias", false, where);
     out.bos_token_id = json_optional<int64_t>(config, "bos_token_id", where);
     if (!out.bos_token_id && defaults.contains("bos_token_id")) out.bos_token_id = defaults["bos_token_id"].get<int64_t>();
@@ -370,7 +372,8 @@ inline void parse_gemma(const Json& config, ModelConfig& out, bool gemma4, const
 
 // Parses a config.json document. Multimodal wrappers (gemma3, gemma4, or any
 // config with text_config) yield their text model; the wrapper's eos_token_id
-// and tie_word_embeddings take precedence, as in transformers.
+// and tie_word_embeddings take precedence, as in transformers, and a gemma3
+// wrapper drops final_logit_softcapping, which its transformers class ignores.
 inline ModelConfig parse_model_config(const Json& root, const std::string& where) {
     if (!root.is_object()) throw Error(where, fmt::format("config must be a JSON object, got {}", root.type_name()));
     const auto text_config = json_optional<Json>(root, "text_config", where);
@@ -409,6 +412,10 @@ inline ModelConfig parse_model_config(const Json& root, const std::string& where
         if (auto eos = detail::parse_token_ids(root, "eos_token_id", where); !eos.empty())
             out.eos_token_ids = std::move(eos);
         out.tie_word_embeddings = json_value_or<bool>(root, "tie_word_embeddings", out.tie_word_embeddings, where);
+        // transformers' Gemma3ForConditionalGeneration never softcaps its logits
+        // (only Gemma3ForCausalLM reads final_logit_softcapping); Gemma 4's does.
+        if (out.gemma && json_optional<std::string>(root, "model_type", where) == "gemma3")
+            out.gemma->final_logit_softcapping.reset();
     }
     if (std::none_of(out.layers.begin(), out.layers.end(),
                      [](const LayerConfig& l) { return l.attention == AttentionKind::Sliding; }))

@@ -309,8 +309,9 @@ private:
 // first token specially, so new text is diffed against the same context.
 // Invalid byte sequences can change text already returned (a byte-fallback run
 // that turns invalid decodes to one U+FFFD per byte); the stream then carries on
-// from the new text without repeating it. Holds a reference: the Tokenizer must
-// outlive it.
+// from the new text without repeating it. An id the tokenizer has no token for
+// (a model's padded vocabulary) adds no text and is skipped, as the tokenizers
+// package's decode skips it. Holds a reference: the Tokenizer must outlive it.
 class StreamingDecoder {
 public:
     static constexpr std::size_t max_pending = 32;
@@ -319,6 +320,7 @@ public:
         : tokenizer_(&tokenizer), skip_special_tokens_(skip_special_tokens) {}
 
     std::string step(std::int32_t id) {
+        if (!tokenizer_->id_to_token(id)) return {};
         ids_.push_back(id);
         std::string text = tokenizer_->decode(ids_, skip_special_tokens_);
         // An incomplete character can make a byte-fallback run invalid as a whole,

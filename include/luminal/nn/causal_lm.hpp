@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 namespace luminal::nn {
@@ -42,6 +43,7 @@ struct ModelBuilder {
     Graph& graph;
     ParameterSet& parameters;
     KvCaches& caches;
+    std::optional<GraphTensor> input_ids;  // [s] i32, set before the first block
 };
 
 }  // namespace luminal::nn

@@ -8,10 +8,9 @@
 #include "luminal/nn/rotary.hpp"
 #include "luminal/nn/self_attention.hpp"
 
-#include <map>
+#include <deque>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 
 namespace luminal::nn {
@@ -26,20 +25,14 @@ struct DecoderSpec {
 class RotaryTables {
 public:
     const Rotary& get(ParameterSet& params, Graph& cx, const io::RopeConfig& rope, std::int64_t head_dim) {
-        const auto key = std::tuple(static_cast<int>(rope.type), rope.theta, rope.partial_rotary_factor, rope.factor,
-                                    rope.low_freq_factor, rope.high_freq_factor,
-                                    rope.original_max_position_embeddings, head_dim);
-        auto it = tables_.find(key);
-        if (it == tables_.end()) {
-            const std::string name = fmt::format("rope.{}.inv_freq", tables_.size());
-            it = tables_.emplace(key, Rotary::create(params, cx, name, rope, head_dim)).first;
-        }
-        return it->second;
+        for (const auto& [key, rotary] : tables_)
+            if (key.first == rope && key.second == head_dim) return rotary;
+        const std::string name = fmt::format("rope.{}.inv_freq", tables_.size());
+        return tables_.emplace_back(std::pair(rope, head_dim), Rotary::create(params, cx, name, rope, head_dim)).second;
     }
 
 private:
-    using Key = std::tuple<int, double, double, double, double, double, std::int64_t, std::int64_t>;
-    std::map<Key, Rotary> tables_;
+    std::deque<std::pair<std::pair<io::RopeConfig, std::int64_t>, Rotary>> tables_;  // few: searched in order
 };
 
 // The attention settings every family starts from, for layer `i`.
@@ -49,6 +42,7 @@ inline SelfAttentionSpec attention_spec(const ModelBuilder& m, std::size_t i) {
     spec.heads = m.config.num_attention_heads;
     spec.layer = m.config.layers[i];
     spec.bias = m.config.attention_bias;
+    spec.output_bias = m.config.attention_output_bias;
     spec.norm_epsilon = m.config.rms_norm_eps;
     spec.attention.scale = 1.0 / std::sqrt(static_cast<double>(spec.layer.head_dim));
     if (spec.layer.attention == io::AttentionKind::Sliding) spec.attention.sliding_window = m.config.sliding_window;
@@ -67,9 +61,10 @@ CausalLm build_decoder(const io::ModelConfig& config, const ModelOptions& option
     auto graph = std::make_unique<Graph>();
     ParameterSet parameters;
     KvCaches caches;
-    ModelBuilder m{config, options, *graph, parameters, caches};
+    ModelBuilder m{config, options, *graph, parameters, caches, std::nullopt};
     const std::int64_t vocab = config.vocab_size, hidden = config.hidden_size;
     GraphTensor input_ids = m.graph.named_tensor("input_ids", {CausalLm::new_tokens()}, DType::I32);
+    m.input_ids = input_ids;
     const Embedding embed =
         Embedding::create(parameters, m.graph, "model.embed_tokens.weight", vocab, hidden, options.weight_dtype);
     GraphTensor x = embed(input_ids);

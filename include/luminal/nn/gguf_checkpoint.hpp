@@ -1,14 +1,18 @@
 #pragma once
-// A GGUF file of a Llama-architecture model seen as a Hugging Face checkpoint:
+// A GGUF file (architectures llama, qwen2, qwen3, qwen3moe) seen as a Hugging Face checkpoint:
 // llama.cpp's tensor names mapped back to transformers' (blk.3.attn_q.weight ->
 // model.layers.3.self_attn.q_proj.weight), quantized tensors dequantized to
-// f32, and the rows of the Q and K projections put back in Hugging Face order.
+// f32, and for llama the rows of the Q and K projections put back in Hugging
+// Face order. rope_freqs.weight is not a weight: the config holds it. A MoE
+// layer's stacked experts (ffn_gate_exps [experts, out, in]) are seen as one
+// tensor per expert, as transformers names them (mlp.experts.3.gate_proj.weight).
 //
 // Why the reordering: transformers rotates the two halves of each head
 // (dimension j with j + d/2), llama.cpp rotates neighbouring pairs (2j with
 // 2j+1), so llama.cpp's converter permutes the rows of attn_q and attn_k per
 // head: GGUF row h*d + 2j + t holds Hugging Face row h*d + t*d/2 + j (t = 0, 1).
-// The inverse makes our split-half RoPE compute what llama.cpp computes.
+// The inverse makes our split-half RoPE compute what llama.cpp computes. Qwen
+// files keep transformers' order (llama.cpp rotates their halves, as "NEOX").
 #include "luminal/core/error.hpp"
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/model_config.hpp"
@@ -16,6 +20,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -31,12 +36,21 @@ public:
     // `config` (from the same file) gives the head counts the Q/K reordering needs.
     GgufCheckpoint(const io::GgufFile& file, const io::ModelConfig& config) : file_(file) {
         for (const io::GgufTensor& tensor : file.tensors()) {
+            if (tensor.name == "rope_freqs.weight") continue;  // read into the config's RoPE
             Entry entry{&tensor, 0, 0};
-            std::string name = hf_name(tensor.name, config, entry);
-            const auto [it, inserted] = entries_.emplace(name, entry);
-            if (!inserted)
-                throw Error(file.path().string(), fmt::format("tensors '{}' and '{}' both map to '{}'",
-                                                              it->second.tensor->name, tensor.name, name));
+            const std::string name = hf_name(tensor.name, config, entry);
+            const auto expert_at = name.find(expert_placeholder);
+            if (expert_at == std::string::npos) {
+                add(name, entry);
+                continue;
+            }
+            check(tensor.dims.size() == 3 && tensor.dims.back() > 0, location().c_str(),
+                  "tensor '{}' has {} dims, expected [experts > 0, out, in]", tensor.name, tensor.dims.size());
+            for (std::int64_t e = 0; e < tensor.dims.back(); ++e) {
+                std::string expert_name = name;
+                expert_name.replace(expert_at, expert_placeholder.size(), std::to_string(e));
+                add(expert_name, {&expert_slice(tensor, e), 0, 0});
+            }
         }
     }
 
@@ -76,6 +90,31 @@ private:
         std::int64_t head_dim;
     };
 
+    static constexpr std::string_view expert_placeholder = "{expert}";
+
+    void add(const std::string& name, const Entry& entry) {
+        const auto [it, inserted] = entries_.emplace(name, entry);
+        if (!inserted)
+            throw Error(location(), fmt::format("tensors '{}' and '{}' both map to '{}'", it->second.tensor->name,
+                                                entry.tensor->name, name));
+    }
+
+    // Expert e of a stacked [experts, out, in] tensor: its rows are contiguous
+    // (quantized blocks never cross a row), so the slice is a byte range.
+    const io::GgufTensor& expert_slice(const io::GgufTensor& stacked, std::int64_t e) {
+        const auto experts = stacked.dims.back();
+        check(stacked.bytes.size() % static_cast<std::size_t>(experts) == 0, location().c_str(),
+              "tensor '{}' has {} bytes, not a whole number per expert of {}", stacked.name, stacked.bytes.size(),
+              experts);
+        const std::size_t bytes = stacked.bytes.size() / static_cast<std::size_t>(experts);
+        io::GgufTensor& slice = slices_.emplace_back(stacked);
+        slice.name = fmt::format("{}[{}]", stacked.name, e);
+        slice.dims.pop_back();
+        slice.numel = stacked.numel / experts;
+        slice.bytes = stacked.bytes.subspan(static_cast<std::size_t>(e) * bytes, bytes);
+        return slice;
+    }
+
     const Entry& at(std::string_view name) const {
         const auto it = entries_.find(name);
         check(it != entries_.end(), location().c_str(), "no tensor maps to '{}'", name);
@@ -107,11 +146,16 @@ private:
             {"attn_q", "self_attn.q_proj"},          {"attn_k", "self_attn.k_proj"},
             {"attn_v", "self_attn.v_proj"},          {"attn_output", "self_attn.o_proj"},
             {"ffn_gate", "mlp.gate_proj"},           {"ffn_up", "mlp.up_proj"},
-            {"ffn_down", "mlp.down_proj"}};
+            {"ffn_down", "mlp.down_proj"},          {"attn_q_norm", "self_attn.q_norm"},
+            {"attn_k_norm", "self_attn.k_norm"},    {"ffn_gate_inp", "mlp.gate"},
+            {"ffn_gate_exps", "mlp.experts.{expert}.gate_proj"},
+            {"ffn_up_exps", "mlp.experts.{expert}.up_proj"},
+            {"ffn_down_exps", "mlp.experts.{expert}.down_proj"}};
         const auto module = modules.find(part);
         if (module == modules.end()) return std::string(gguf);
-        if (part == "attn_q") entry = {entry.tensor, config.num_attention_heads, shape.head_dim};
-        if (part == "attn_k") entry = {entry.tensor, shape.num_key_value_heads, shape.head_dim};
+        const bool interleaved = config.model_type == "llama";
+        if (interleaved && part == "attn_q") entry = {entry.tensor, config.num_attention_heads, shape.head_dim};
+        if (interleaved && part == "attn_k") entry = {entry.tensor, shape.num_key_value_heads, shape.head_dim};
         return prefix + std::string(module->second) + std::string(suffix);
     }
 
@@ -137,6 +181,7 @@ private:
 
     const io::GgufFile& file_;
     std::map<std::string, Entry, std::less<>> entries_;
+    std::deque<io::GgufTensor> slices_;  // the experts of stacked tensors; a deque keeps them in place
 };
 
 }  // namespace luminal::nn

@@ -3,7 +3,9 @@
 // (config.json, model.safetensors or its index, tokenizer.json) or a single
 // GGUF file, which carries its config and tokenizer as metadata. Both give the
 // same ModelConfig, Tokenizer and chat format, and a Checkpoint in Hugging Face
-// naming, so everything downstream is the same code.
+// naming, so everything downstream is the same code. A multimodal directory
+// (Gemma 3/4 *ForConditionalGeneration) gives its text model; opening it says
+// once on stderr that the other modalities' tensors are left out.
 #include "luminal/core/error.hpp"
 #include "luminal/io/chat_template.hpp"
 #include "luminal/io/gguf.hpp"
@@ -15,7 +17,9 @@
 #include "luminal/io/tokenizer.hpp"
 #include "luminal/nn/checkpoint.hpp"
 #include "luminal/nn/gguf_checkpoint.hpp"
+#include "luminal/nn/text_checkpoint.hpp"
 
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -50,8 +54,10 @@ public:
     // Calls `use` with the weights as a Checkpoint.
     template <typename Use>
     decltype(auto) with_checkpoint(Use&& use) const {
-        if (const auto* safetensors = std::get_if<io::SafetensorsModel>(&weights_))
+        if (const auto* safetensors = std::get_if<io::SafetensorsModel>(&weights_)) {
+            if (text_layout_) return use(TextCheckpoint(SafetensorsCheckpoint(*safetensors), *text_layout_));
             return use(SafetensorsCheckpoint(*safetensors));
+        }
         return use(GgufCheckpoint(std::get<io::GgufFile>(weights_), config_));
     }
 
@@ -73,7 +79,14 @@ private:
             if (const auto jinja = json.find("chat_template"); jinja != json.end() && jinja->is_string())
                 chat = io::chat_family_of_template(jinja->get<std::string>());
         }
-        return PretrainedModel(dir, std::move(config), std::move(tokenizer), chat, io::SafetensorsModel::open(dir));
+        io::SafetensorsModel weights = io::SafetensorsModel::open(dir);
+        std::optional<TextLayout> layout = TextLayout::detect(SafetensorsCheckpoint(weights).tensor_names());
+        if (layout)
+            std::fprintf(stderr, "luminal: %s is a multimodal checkpoint: loading its text model, ignoring %zu "
+                         "vision/audio tensor(s)\n", dir.string().c_str(), layout->other_modality_tensors());
+        PretrainedModel model(dir, std::move(config), std::move(tokenizer), chat, std::move(weights));
+        model.text_layout_ = std::move(layout);
+        return model;
     }
 
     static io::ChatFamily family_chat(io::ModelFamily family) {
@@ -92,6 +105,7 @@ private:
     io::Tokenizer tokenizer_;
     io::ChatFamily chat_family_;
     Weights weights_;
+    std::optional<TextLayout> text_layout_;  // set for a multimodal directory
 };
 
 }  // namespace luminal::nn

@@ -17,7 +17,8 @@ namespace luminal::nn {
 struct SelfAttentionSpec {
     std::int64_t hidden = 0, heads = 0;
     io::LayerConfig layer;
-    bool bias = false;
+    bool bias = false;         // of the q, k and v projections
+    bool output_bias = false;  // of o_proj
     // Per-head RMSNorm of q and k (Qwen3, Gemma), with Gemma 3's (1 + w) offset.
     bool qk_norm = false;
     double qk_norm_offset = 0.0;
@@ -45,7 +46,7 @@ struct SelfAttention {
                                        spec.weight_dtype),
                         Linear::create(params, cx, prefix + ".k_proj", spec.hidden, kv * d, spec.bias,
                                        spec.weight_dtype),
-                        Linear::create(params, cx, prefix + ".o_proj", spec.heads * d, spec.hidden, spec.bias,
+                        Linear::create(params, cx, prefix + ".o_proj", spec.heads * d, spec.hidden, spec.output_bias,
                                        spec.weight_dtype),
                         std::nullopt, std::nullopt, std::nullopt, std::nullopt,
                         rope,
@@ -62,6 +63,14 @@ struct SelfAttention {
 
     // x: [s, hidden] of the tokens at positions p.. -> [s, hidden]; adds the layer's cache to `caches`.
     GraphTensor operator()(const GraphTensor& x, Expression p, KvCaches& caches) const {
+        return attend(x, p, caches).output;
+    }
+
+    struct Attended {
+        GraphTensor output;  // [s, hidden]
+        CacheWindow window;  // the keys and values attended to (positions 0..p+s-1)
+    };
+    Attended attend(const GraphTensor& x, Expression p, KvCaches& caches) const {
         const std::int64_t d = spec.layer.head_dim;
         GraphTensor queries = q(x).split_dims(-1, d);  // [s, heads, d]
         GraphTensor keys = k(x).split_dims(-1, d);     // [s, kv, d]
@@ -73,7 +82,7 @@ struct SelfAttention {
         keys = rope(keys, p);
         CacheWindow window = append_to_cache(x.graph(), cache_name, spec.context, keys, values, p);
         caches.layers.push_back(window.cache);
-        return o(attention(queries, window.keys, window.values, p, spec.attention));
+        return {o(attention(queries, window.keys, window.values, p, spec.attention)), window};
     }
 };
 
