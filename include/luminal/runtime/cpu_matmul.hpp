@@ -8,9 +8,19 @@
 // result rounded to the node dtype, except that a B with contiguous 16-bit
 // rows times at most kWideningMaxRows rows of A is read in place and widened
 // on the fly; integers use a wrapping triple loop.
-#include <Eigen/Core>
-#ifdef __F16C__
+// GCC 12 warns, falsely, that the AVX-512 intrinsics Eigen uses under
+// -march=native may read uninitialised values (GCC bug 105593); the intrinsics
+// header is included here first so that the warning is off where it points.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
+#include <Eigen/Core>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
 #endif
 #include <algorithm>
 #include <cstdint>
