@@ -9,6 +9,7 @@
 //   TPOT: X ms          mean decode step, after one warm-up step
 //   BENCH_RESULT {...}  the same numbers as JSON, with the prompt and generated ids
 #include <CLI/CLI.hpp>
+#include <luminal/cuda.hpp>
 #include <luminal/luminal.hpp>
 #include <luminal/nn/sampling.hpp>
 
@@ -48,9 +49,11 @@ struct Args {
     bool ignore_eos = false;
     bool raw_ids = false;
     luminal::DType weights = luminal::DType::F32;
+    std::string device = "cpu";
 };
 
-int run(const Args& args) {
+template <typename Runtime>
+int run(const Args& args, Runtime runtime) {
     const auto load_start = Clock::now();
     const auto pretrained = luminal::nn::PretrainedModel::open(args.model);
     const luminal::io::ModelConfig& config = pretrained.config();
@@ -63,7 +66,7 @@ int run(const Args& args) {
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
-    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+    luminal::nn::Session session(model, std::move(runtime), options);
     const double compile_ms = ms_since(compile_start);
 
     const auto bind_start = Clock::now();
@@ -125,7 +128,7 @@ int run(const Args& args) {
     std::printf("TTFT: %.2f ms\n", ttft);
     std::printf("TPOT: %.2f ms\n", tpot);
     const luminal::io::Json result = {
-        {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", "cpu"},
+        {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", args.device},
         {"dtype", args.weights == luminal::DType::F32
                       ? std::string("float32")
                       : fmt::format("{} weights, float32 compute", luminal::name_of(args.weights))},
@@ -141,7 +144,7 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Generate text with a Llama 3, Qwen3, Qwen3-MoE, Gemma 3 or Gemma 4 model on the CPU"};
+    CLI::App app{"Generate text with a Llama 3, Qwen3, Qwen3-MoE, Gemma 3 or Gemma 4 model on the CPU or a CUDA GPU"};
     Args args;
     app.add_option("--model", args.model, "Hugging Face model directory or .gguf file")
         ->required()
@@ -163,9 +166,12 @@ int main(int argc, char** argv) {
         {"f32", luminal::DType::F32}, {"f16", luminal::DType::F16}, {"bf16", luminal::DType::BF16}};
     app.add_option("--weights", args.weights, "dtype the weight matrices are kept in (f16/bf16: computed in f32)")
         ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
+    app.add_option("--device", args.device, "cpu, or cuda (the GPU's driver is loaded at run time)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
     CLI11_PARSE(app, argc, argv);
     try {
-        return run(args);
+        if (args.device == "cuda") return run(args, luminal::cuda::CudaRuntime{});
+        return run(args, luminal::CpuRuntime{});
     } catch (const luminal::Error& error) {
         std::fprintf(stderr, "generate: %s\n", error.what());
         return 1;

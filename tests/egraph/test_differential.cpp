@@ -2,12 +2,13 @@
 // least 200 distinct candidate programs drawn from the saturated e-graph (core
 // + CPU rules) must compute what the unoptimised graph computes on the
 // ReferenceRuntime, on random inputs; and 50 drawn with the toy backend's
-// rules must do so on the toy backend.
+// rules must do so on the toy backend, 50 with the CUDA rules through the
+// CUDA kernels (host emulator; each kernel also compiled with NVRTC).
 //
 // Tolerance: the rules never reassociate, so fused regions are bit-exact; a
 // Matmul accumulates exact products in double where the primitive Mul rounded
-// each product to f32 first, so results agree to ~1e-6 relative. We allow
-// 2e-5 * (1 + |expected|).
+// each product to f32 first, and the CUDA kernels accumulate reductions in
+// f32, so results agree to ~1e-6 relative. We allow 2e-5 * (1 + |expected|).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <luminal/luminal.hpp>
 #include <luminal/testing.hpp>
 
+#include "../cuda/nvrtc_coverage.hpp"
 #include "../toy_backend/toy_runtime.hpp"
 
 using namespace luminal;
@@ -31,8 +33,10 @@ struct Model {
     Graph graph;
 };
 
-// Checks `wanted` distinct candidates on the reference (CPU rules) and on the
-// toy backend (its own rules and op); returns how many the reference checked.
+// Checks `wanted` distinct candidates on the reference (CPU rules), and a
+// quarter as many on the toy backend (its own rules and op) and through the
+// CUDA backend's kernels (its rules, on the host emulator); returns how many
+// the reference checked.
 std::size_t check_candidates(Model& m, std::size_t wanted, std::int64_t int_bound = 4) {
     testing::CandidateOptions options;
     options.count = wanted;
@@ -44,6 +48,9 @@ std::size_t check_candidates(Model& m, std::size_t wanted, std::int64_t int_boun
     const testing::Comparison toy_rules = testing::check_random_candidates(m.graph, toy::ToyRuntime{}, options);
     CHECK_MESSAGE(toy_rules.ok(), toy_rules.report());
     CHECK(toy_rules.programs == options.count);
+    const testing::Comparison cuda_rules = testing::check_random_candidates(m.graph, luminal_test::CompilingEmulator{}, options);
+    CHECK_MESSAGE(cuda_rules.ok(), cuda_rules.report());
+    CHECK(cuda_rules.programs == options.count);
     return cpu_rules.programs;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../cuda/nvrtc_coverage.hpp"
 #include "../toy_backend/toy_runtime.hpp"
 
 namespace {
@@ -35,6 +36,7 @@ void check_family(const std::string& name) {
     SUBCASE("cpu") { check_against_reference<luminal::CpuRuntime>(config, load, reference); }
     SUBCASE("reference") { check_against_reference<luminal::ReferenceRuntime>(config, load, reference); }
     SUBCASE("toy") { check_against_reference<toy::ToyRuntime>(config, load, reference); }
+    SUBCASE("cuda (host emulator)") { check_against_reference<luminal_test::CompilingEmulator>(config, load, reference); }
 }
 
 }  // namespace
@@ -160,15 +162,22 @@ TEST_CASE("bf16 weights: stored as bf16, computed in f32, match transformers on 
     const auto reference = luminal::io::SafetensorsFile::open(kModels / "llama" / "reference.safetensors");
     const auto prompt64 = luminal::io::to_vector<std::int64_t>(reference.at("prompt_ids"));
 
-    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(luminal::io::load_model_config(dir),
-                                                               {.context = 16, .weight_dtype = luminal::DType::BF16});
-    luminal::CompileOptions options;
-    options.verbosity = 0;
-    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
-    session.load_weights(luminal::io::SafetensorsModel::open(dir));
-    const std::vector<float> logits = session.forward(std::vector<std::int32_t>(prompt64.begin(), prompt64.end()));
-    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("bf16_prefill_logits"))) <= kLogitTolerance);
-    // Rounding the weights moved the logits well beyond the tolerance: the check above can tell them apart.
-    CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("prefill_logits"))) > 100 * kLogitTolerance);
+    const auto weights = luminal::io::SafetensorsModel::open(dir);
+    auto prefill = [&](auto runtime) {
+        luminal::nn::CausalLm model = luminal::nn::build_causal_lm(luminal::io::load_model_config(dir),
+                                                                   {.context = 16, .weight_dtype = luminal::DType::BF16});
+        luminal::CompileOptions options;
+        options.verbosity = 0;
+        luminal::nn::Session session(model, std::move(runtime), options);
+        session.load_weights(weights);
+        return session.forward(std::vector<std::int32_t>(prompt64.begin(), prompt64.end()));
+    };
+    for (const auto& [runtime, logits] : {std::pair{"cpu", prefill(luminal::CpuRuntime{})},
+                                          std::pair{"cuda (host emulator)", prefill(luminal_test::CompilingEmulator{})}}) {
+        CAPTURE(runtime);
+        CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("bf16_prefill_logits"))) <= kLogitTolerance);
+        // Rounding the weights moved the logits well beyond the tolerance: the check above can tell them apart.
+        CHECK(max_abs_diff(logits, luminal::io::to_f32(reference.at("prefill_logits"))) > 100 * kLogitTolerance);
+    }
     std::filesystem::remove_all(dir);
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../cuda/nvrtc_coverage.hpp"
 #include "../toy_backend/toy_runtime.hpp"
 #include "fixture_reader.hpp"
 
@@ -110,10 +111,12 @@ private:
             reference_ = cx.compile(luminal::ReferenceRuntime{});
             cpu_ = cx.compile(luminal::CpuRuntime{});
             toy_ = cx.compile(toy::ToyRuntime{});
+            cuda_ = cx.compile(luminal_test::CompilingEmulator{});
         }
         execute_on(*reference_, "reference", suffix);
         execute_on(*cpu_, "cpu", suffix);
         execute_on(*toy_, "toy", suffix);
+        execute_on(*cuda_, "cuda (host emulator)", suffix);
     }
 
     template <typename Runtime>
@@ -165,6 +168,7 @@ private:
     std::optional<luminal::ReferenceRuntime> reference_;
     std::optional<luminal::CpuRuntime> cpu_;
     std::optional<toy::ToyRuntime> toy_;
+    std::optional<luminal_test::CompilingEmulator> cuda_;
 };
 
 using UnaryFn = GraphTensor (*)(const GraphTensor&);

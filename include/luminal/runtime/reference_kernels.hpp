@@ -1,10 +1,8 @@
 #pragma once
 // The reference semantics of each HLIR primitive (see graph/op.hpp); backend
 // ops bring their own (graph/backend_op.hpp).
-#include <cmath>
-#include <limits>
-
 #include "luminal/graph/primitive_semantics.hpp"
+#include "luminal/runtime/reference_reduce.hpp"
 
 namespace luminal {
 
@@ -45,32 +43,7 @@ inline HostBuffer ReferenceRuntime::run(const ProgramNode& program_node, std::ui
             semantics::apply(kind, a, &b, out, i, id, e);
         }
     } else if (is_reduce(kind)) {
-        ReferenceInput in = reader(program_node, id, 0, dims);
-        std::int64_t extent = in.dim(node.op.axis), inner = 1;
-        for (std::size_t a = node.op.axis + 1; a < node.views[0].rank(); ++a) inner *= in.dim(a);
-        bool floats = is_float(in.dtype()), sum = kind == OpKind::SumReduce;
-        for (std::size_t o = 0; o < size; ++o) {
-            auto oi = static_cast<std::int64_t>(o);
-            std::int64_t first = (oi / inner) * extent * inner + oi % inner;
-            if (floats) {
-                double acc = sum ? 0.0 : -std::numeric_limits<double>::infinity();
-                for (std::int64_t r = 0; r < extent; ++r) {
-                    double v = in.f(first + r * inner);
-                    acc = sum ? acc + v : (std::isnan(v) || std::isnan(acc) ? std::nan("") : std::max(acc, v));
-                }
-                out.store_double(o, acc);
-            } else {
-                std::int64_t acc = sum ? 0 : std::numeric_limits<std::int64_t>::min();
-                if (!sum && node.dtype == DType::I32) acc = std::numeric_limits<std::int32_t>::min();
-                if (!sum && (node.dtype == DType::U8 || node.dtype == DType::Bool)) acc = 0;
-                for (std::int64_t r = 0; r < extent; ++r) {
-                    std::int64_t v = in.i(first + r * inner);
-                    acc = sum ? static_cast<std::int64_t>(static_cast<std::uint64_t>(acc) + static_cast<std::uint64_t>(v))
-                              : std::max(acc, v);
-                }
-                out.store_int(o, acc);
-            }
-        }
+        reference_fold(kind, reader(program_node, id, 0, dims), node.op.axis, out);
     } else if (kind == OpKind::Gather) {
         ReferenceInput data = reader(program_node, id, 0, dims), indexes = reader(program_node, id, 1, dims);
         for (std::size_t i = 0; i < size; ++i) {

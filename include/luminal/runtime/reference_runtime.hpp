@@ -17,6 +17,7 @@
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
 #include "luminal/graph/program.hpp"
+#include "luminal/runtime/host_buffer_io.hpp"
 #include "luminal/runtime/runtime.hpp"
 
 namespace luminal {
@@ -55,20 +56,7 @@ public:
         std::uint32_t index = input_index(nodes_, t.id());
         const NodeSpec& node = nodes_[index].spec;
         std::size_t count = byte_input_count(node, bytes.size(), index);
-        HostBuffer b(node.dtype, count);
-        const std::byte* p = bytes.data();
-        for (std::size_t i = 0; i < count; ++i) {
-            switch (node.dtype) {
-                case DType::F32: b.store_double(i, load<float>(p, i)); break;
-                case DType::F16: b.store_double(i, f16_bits_to_f32(load<std::uint16_t>(p, i))); break;
-                case DType::BF16: b.store_double(i, bf16_bits_to_f32(load<std::uint16_t>(p, i))); break;
-                case DType::I32: b.store_int(i, load<std::int32_t>(p, i)); break;
-                case DType::I64: b.store_int(i, load<std::int64_t>(p, i)); break;
-                case DType::U8:
-                case DType::Bool: b.store_int(i, load<std::uint8_t>(p, i)); break;
-            }
-        }
-        buffers_[index] = std::move(b);
+        buffers_[index] = host_buffer_from_bytes(node.dtype, bytes.data(), count);
     }
 
     void execute(const DynMap& dims) {
@@ -94,34 +82,16 @@ public:
     std::vector<float> get_f32(const GraphTensor& t) const { return get<float>(t); }
     template <typename T>
     std::vector<T> get(const GraphTensor& t) const {
-        const HostBuffer& b = output_buffer(t);
-        std::vector<T> out(b.size());
-        for (std::size_t i = 0; i < out.size(); ++i) {
-            if constexpr (std::is_floating_point_v<T>) out[i] = static_cast<T>(b.as_double(i));
-            else out[i] = static_cast<T>(b.as_int(i));
-        }
-        return out;
+        return host_buffer_values<T>(output_buffer(t));
     }
 
 private:
-    template <typename T>
-    static T load(const std::byte* bytes, std::size_t i) {
-        T value;
-        std::memcpy(&value, bytes + i * sizeof(T), sizeof(T));
-        return value;
-    }
-
     template <typename T>
     void set_values(const GraphTensor& t, std::span<const T> values) {
         std::uint32_t index = input_index(nodes_, t.id());
         const NodeSpec& node = nodes_[index].spec;
         check_input_length(node, values.size(), index);
-        HostBuffer b(node.dtype, values.size());
-        for (std::size_t i = 0; i < values.size(); ++i) {
-            if constexpr (std::is_floating_point_v<T>) b.store_double(i, static_cast<double>(values[i]));
-            else b.store_int(i, static_cast<std::int64_t>(values[i]));
-        }
-        buffers_[index] = std::move(b);
+        buffers_[index] = host_buffer_from_values(node.dtype, values);
     }
 
     const HostBuffer& output_buffer(const GraphTensor& t) const {

@@ -1,0 +1,147 @@
+#pragma once
+// cuBLASLt, loaded at run time like the driver: the batched GEMM behind
+// cuda.BlasMatmul, f32 accumulation (CUBLAS_COMPUTE_32F, no TF32), f32 output,
+// f32/bf16/f16 operands. The row-major product out = a . b^T is computed as
+// the column-major out^T = b . a^T, so no operand is copied or transposed.
+#include <cstdint>
+#include <memory>
+
+#include "luminal/core/dtype.hpp"
+#include "luminal/cuda/blas_matmul_op.hpp"
+#include "luminal/cuda/driver.hpp"
+#include "luminal/cuda/shared_library.hpp"
+
+namespace luminal::cuda {
+
+class BlasLt {
+public:
+    static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+
+    static BlasLt& get() {
+        static BlasLt blas;
+        return blas;
+    }
+
+    // out[b] (m x n, row-major, f32) = a[b] (m x k) . b[b]^T (n x k), for every batch.
+    void matmul(CuStream stream, DType operands, const BlasOperand& a, CuDevicePtr a_ptr, const BlasOperand& b,
+                CuDevicePtr b_ptr, CuDevicePtr out, std::int64_t batch) {
+        const std::int64_t m = a.rows, n = b.rows, k = a.k;
+        const int type = data_type(operands);
+        Desc desc(*this);
+        const int trans = 1, no_trans = 0;
+        // cuBLAS's A is our b (n x k), its B is our a^T (k x m).
+        const int trans_a = b.row_major ? trans : no_trans, trans_b = a.row_major ? no_trans : trans;
+        check_status(set_desc_(desc.handle, kDescTransA, &trans_a, sizeof trans_a), "cublasLtMatmulDescSetAttribute");
+        check_status(set_desc_(desc.handle, kDescTransB, &trans_b, sizeof trans_b), "cublasLtMatmulDescSetAttribute");
+        Layout la(*this, type, b.row_major ? k : n, b.row_major ? n : k, b.ld, batch, b.batch_stride);
+        Layout lb(*this, type, a.row_major ? k : m, a.row_major ? m : k, a.ld, batch, a.batch_stride);
+        Layout ld(*this, kR32F, n, m, n, batch, m * n);
+        Preference pref(*this);
+        HeuristicResult result{};
+        int found = 0;
+        check_status(heuristic_(handle_, desc.handle, la.handle, lb.handle, ld.handle, ld.handle, pref.handle, 1, &result, &found),
+                     "cublasLtMatmulAlgoGetHeuristic");
+        check(found > 0, "cuBLASLt", "no algorithm for a {}x{}x{} product of {} (batch {})", m, n, k, name_of(operands), batch);
+        const float alpha = 1, beta = 0;
+        const std::size_t element = size_of(operands);
+        check_status(matmul_(handle_, desc.handle, &alpha, reinterpret_cast<const void*>(b_ptr + b.base * element), la.handle,
+                             reinterpret_cast<const void*>(a_ptr + a.base * element), lb.handle, &beta,
+                             reinterpret_cast<const void*>(out), ld.handle, reinterpret_cast<void*>(out), ld.handle, &result.algo,
+                             reinterpret_cast<void*>(workspace_), kWorkspaceBytes, stream),
+                     "cublasLtMatmul");
+    }
+
+private:
+    using Handle = void*;
+    struct Algo {
+        std::uint64_t data[8];
+    };
+    struct HeuristicResult {  // cublasLtMatmulHeuristicResult_t
+        Algo algo;
+        std::size_t workspace;
+        int state;
+        float waves;
+        int reserved[4];
+    };
+    static constexpr int kR32F = 0, kR16F = 2, kR16BF = 14, kCompute32F = 68;
+    static constexpr int kDescTransA = 3, kDescTransB = 4;
+    static constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6, kPrefMaxWorkspace = 1;
+
+    static int data_type(DType t) {
+        switch (t) {
+            case DType::F32: return kR32F;
+            case DType::F16: return kR16F;
+            case DType::BF16: return kR16BF;
+            default: throw Error("cuBLASLt", fmt::format("no GEMM of {} operands", name_of(t)));
+        }
+    }
+
+    struct Desc {
+        explicit Desc(BlasLt& b) : blas(b) { blas.check_status(blas.create_desc_(&handle, kCompute32F, kR32F), "cublasLtMatmulDescCreate"); }
+        ~Desc() { blas.destroy_desc_(handle); }
+        BlasLt& blas;
+        Handle handle = nullptr;
+    };
+    struct Layout {
+        Layout(BlasLt& b, int type, std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t batch, std::int64_t stride)
+            : blas(b) {
+            blas.check_status(blas.create_layout_(&handle, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), ld),
+                              "cublasLtMatrixLayoutCreate");
+            const auto count = static_cast<std::int32_t>(batch);
+            blas.check_status(blas.set_layout_(handle, kLayoutBatchCount, &count, sizeof count), "cublasLtMatrixLayoutSetAttribute");
+            blas.check_status(blas.set_layout_(handle, kLayoutBatchStride, &stride, sizeof stride), "cublasLtMatrixLayoutSetAttribute");
+        }
+        ~Layout() { blas.destroy_layout_(handle); }
+        BlasLt& blas;
+        Handle handle = nullptr;
+    };
+    struct Preference {
+        explicit Preference(BlasLt& b) : blas(b) {
+            blas.check_status(blas.create_pref_(&handle), "cublasLtMatmulPreferenceCreate");
+            const std::uint64_t bytes = kWorkspaceBytes;
+            blas.check_status(blas.set_pref_(handle, kPrefMaxWorkspace, &bytes, sizeof bytes), "cublasLtMatmulPreferenceSetAttribute");
+        }
+        ~Preference() { blas.destroy_pref_(handle); }
+        BlasLt& blas;
+        Handle handle = nullptr;
+    };
+
+    BlasLt() {
+        Driver& driver = Driver::get();
+        lib_ = SharedLibrary::open({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, "cuBLASLt");
+        auto create = lib_->symbol<int (*)(Handle*)>("cublasLtCreate");
+        create_desc_ = lib_->symbol<decltype(create_desc_)>("cublasLtMatmulDescCreate");
+        destroy_desc_ = lib_->symbol<decltype(destroy_desc_)>("cublasLtMatmulDescDestroy");
+        set_desc_ = lib_->symbol<decltype(set_desc_)>("cublasLtMatmulDescSetAttribute");
+        create_layout_ = lib_->symbol<decltype(create_layout_)>("cublasLtMatrixLayoutCreate");
+        destroy_layout_ = lib_->symbol<decltype(destroy_layout_)>("cublasLtMatrixLayoutDestroy");
+        set_layout_ = lib_->symbol<decltype(set_layout_)>("cublasLtMatrixLayoutSetAttribute");
+        create_pref_ = lib_->symbol<decltype(create_pref_)>("cublasLtMatmulPreferenceCreate");
+        destroy_pref_ = lib_->symbol<decltype(destroy_pref_)>("cublasLtMatmulPreferenceDestroy");
+        set_pref_ = lib_->symbol<decltype(set_pref_)>("cublasLtMatmulPreferenceSetAttribute");
+        heuristic_ = lib_->symbol<decltype(heuristic_)>("cublasLtMatmulAlgoGetHeuristic");
+        matmul_ = lib_->symbol<decltype(matmul_)>("cublasLtMatmul");
+        check_status(create(&handle_), "cublasLtCreate");
+        driver.check_call(driver.api().mem_alloc(&workspace_, kWorkspaceBytes), "cuMemAlloc (cuBLASLt workspace)");
+    }
+
+    void check_status(int status, const char* call) const { check(status == 0, "cuBLASLt", "{} failed with status {}", call, status); }
+
+    std::unique_ptr<SharedLibrary> lib_;
+    Handle handle_ = nullptr;
+    CuDevicePtr workspace_ = 0;
+    int (*create_desc_)(Handle*, int, int) = nullptr;
+    int (*destroy_desc_)(Handle) = nullptr;
+    int (*set_desc_)(Handle, int, const void*, std::size_t) = nullptr;
+    int (*create_layout_)(Handle*, int, std::uint64_t, std::uint64_t, std::int64_t) = nullptr;
+    int (*destroy_layout_)(Handle) = nullptr;
+    int (*set_layout_)(Handle, int, const void*, std::size_t) = nullptr;
+    int (*create_pref_)(Handle*) = nullptr;
+    int (*destroy_pref_)(Handle) = nullptr;
+    int (*set_pref_)(Handle, int, const void*, std::size_t) = nullptr;
+    int (*heuristic_)(Handle, Handle, Handle, Handle, Handle, Handle, Handle, int, HeuristicResult*, int*) = nullptr;
+    int (*matmul_)(Handle, Handle, const void*, const void*, Handle, const void*, Handle, const void*, const void*, Handle, void*,
+                   Handle, const Algo*, void*, std::size_t, CuStream) = nullptr;
+};
+
+}  // namespace luminal::cuda

@@ -1,0 +1,80 @@
+#pragma once
+// The CUDA backend's rules: the core rules, the backend-neutral lowering, and
+// what is CUDA's own: each reduction also as a warp-per-output and a
+// block-per-output kernel, and with the fused region it reads as its
+// prologue; a Matmul of two matrices of one float dtype also through
+// cuBLASLt. The search profiles the alternatives.
+#include "luminal/cuda/blas_matmul_op.hpp"
+#include "luminal/cuda/reduce_op.hpp"
+#include "luminal/egraph/core_rules.hpp"
+#include "luminal/lowering/rules.hpp"
+
+namespace luminal::egraph {
+
+template <OpKind Fold>
+struct ReduceSpreadOverThreads {
+    static constexpr std::string_view name = Fold == OpKind::SumReduce ? "cuda.sum-spread" : "cuda.max-spread";
+    using pattern = As<"reduce", Pat<sym(Fold), Var<"x">>>;
+    static bool guard(const EGraph&, HlirContext&, const MatchOf<pattern>&) { return true; }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec reduce = ctx.spec(g, m.template node<"reduce">());  // a copy: add_spec may move the specs
+        ClassId children[] = {m.template var<"x">()};
+        const ClassId root = m.root(g);
+        for (auto strategy : {cuda::ReduceStrategy::WarpPerOutput, cuda::ReduceStrategy::BlockPerOutput}) {
+            cuda::ReduceOp op{Fold, reduce.op.axis, strategy};
+            g.merge(root, add_spec(g, ctx, NodeSpec::backend(op, reduce.views, reduce.shape, reduce.dtype), children));
+        }
+    }
+};
+
+// A reduction reading a fused region element for element folds the region's
+// program as its prologue: one kernel reads the region's inputs, and the
+// region's result is never written. Offered with each thread layout.
+template <OpKind Fold>
+struct ReduceAbsorbsRegion {
+    static constexpr std::string_view name = Fold == OpKind::SumReduce ? "cuda.sum-absorbs-region" : "cuda.max-absorbs-region";
+    using pattern = As<"reduce", Pat<sym(Fold), As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& reduce = ctx.spec(g, m.template node<"reduce">());
+        const NodeSpec& region = ctx.spec(g, m.template node<"region">());
+        return !region.views.empty() && reduce.views[0].is_contiguous() && reduce.views[0].dims() == region.shape;
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec reduce = ctx.spec(g, m.template node<"reduce">());  // copies: add_spec may move the specs
+        const NodeSpec region = ctx.spec(g, m.template node<"region">());
+        auto kids = g.children(m.template node<"region">());
+        const std::vector<ClassId> children(kids.begin(), kids.end());
+        const auto program = region.payload_as<FusedElementwiseOp>()->program;
+        const ClassId root = m.root(g);
+        for (auto strategy : {cuda::ReduceStrategy::ThreadPerOutput, cuda::ReduceStrategy::WarpPerOutput,
+                              cuda::ReduceStrategy::BlockPerOutput}) {
+            cuda::ReduceOp op{Fold, reduce.op.axis, strategy, program};
+            g.merge(root, add_spec(g, ctx, NodeSpec::backend(op, region.views, reduce.shape, reduce.dtype), children));
+        }
+    }
+};
+
+struct MatmulThroughBlas {
+    static constexpr std::string_view name = "cuda.matmul-blas";
+    using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, Var<"a">, Var<"b">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& gemm = ctx.spec(g, m.node<"gemm">());
+        const DType a = ctx.facts(g, m.var<"a">()).dtype, b = ctx.facts(g, m.var<"b">()).dtype;
+        const bool supported = a == DType::F32 || a == DType::BF16 || a == DType::F16;
+        return supported && a == b && gemm.dtype == DType::F32 && cuda::blas_layout(gemm.views[0]) &&
+               cuda::blas_layout(gemm.views[1]);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& gemm = ctx.spec(g, m.node<"gemm">());
+        ClassId children[] = {m.var<"a">(), m.var<"b">()};
+        g.merge(m.root(g),
+                add_spec(g, ctx, NodeSpec::backend(cuda::BlasMatmulOp{}, gemm.views, gemm.shape, gemm.dtype), children));
+    }
+};
+
+using CudaRules = concat_t<CoreRules, LoweringRules,
+                           RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
+                                   ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
+                                   MatmulThroughBlas>>;
+
+}  // namespace luminal::egraph

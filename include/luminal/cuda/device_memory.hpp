@@ -1,0 +1,91 @@
+#pragma once
+// Device memory for the CUDA runtime: an owned allocation, and the arena plan
+// that places a program's intermediate results by liveness (a result's block
+// is reused once its last reader has run), recomputed only when the sizes
+// (the dims) change.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "luminal/cuda/driver.hpp"
+
+namespace luminal::cuda {
+
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = 0, o.bytes_ = 0; }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+        std::swap(ptr_, o.ptr_);
+        std::swap(bytes_, o.bytes_);
+        return *this;
+    }
+    ~DeviceBuffer() { release(); }
+
+    // At least `bytes` (contents not kept when it grows). True when the address changed.
+    bool reserve(std::size_t bytes) {
+        if (bytes <= bytes_ && ptr_ != 0) return false;
+        release();
+        const Driver& d = Driver::get();
+        d.check_call(d.api().mem_alloc(&ptr_, std::max<std::size_t>(bytes, 256)), "cuMemAlloc");
+        bytes_ = std::max<std::size_t>(bytes, 256);
+        return true;
+    }
+    CuDevicePtr ptr() const { return ptr_; }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    void release() {
+        if (ptr_ != 0) Driver::get().api().mem_free(ptr_);
+        ptr_ = 0;
+        bytes_ = 0;
+    }
+    CuDevicePtr ptr_ = 0;
+    std::size_t bytes_ = 0;
+};
+
+inline constexpr std::size_t kArenaAlignment = 256;  // what 16-byte vector loads and cuBLASLt want, with room
+
+// Offsets of blocks with lifetimes [first, last] (node indices) in one arena:
+// first fit over the free ranges, in order of `first`.
+struct ArenaPlan {
+    std::vector<std::size_t> offsets;
+    std::size_t bytes = 0;
+};
+
+struct ArenaRequest {
+    std::size_t bytes;
+    std::uint32_t first, last;
+};
+
+inline ArenaPlan plan_arena(const std::vector<ArenaRequest>& requests) {
+    struct Live {
+        std::size_t offset, bytes;
+        std::uint32_t last;
+    };
+    ArenaPlan plan;
+    plan.offsets.assign(requests.size(), 0);
+    std::vector<std::size_t> order(requests.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return requests[a].first < requests[b].first; });
+    std::vector<Live> live;  // sorted by offset
+    for (std::size_t i : order) {
+        const ArenaRequest& r = requests[i];
+        std::erase_if(live, [&](const Live& l) { return l.last < r.first; });
+        const std::size_t bytes = (r.bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+        std::size_t at = 0;
+        auto it = live.begin();
+        for (; it != live.end(); ++it) {
+            if (it->offset >= at + bytes) break;
+            at = std::max(at, it->offset + it->bytes);
+        }
+        live.insert(it, Live{at, bytes, r.last});
+        plan.offsets[i] = at;
+        plan.bytes = std::max(plan.bytes, at + bytes);
+    }
+    return plan;
+}
+
+}  // namespace luminal::cuda

@@ -1,0 +1,157 @@
+#pragma once
+// Runs kernel IR on the host, step by step as the printed CUDA computes it:
+// values rounded to each step's dtype, reductions accumulated in f32 (floats)
+// or wrapping int64, the same bounds checks. What it cannot show is what only
+// a device has (warp shuffles, races, timing); the fold order it uses is the
+// thread-per-output one.
+#include <cmath>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "luminal/core/host_buffer.hpp"
+#include "luminal/cuda/kernel_ir.hpp"
+#include "luminal/graph/primitive_semantics.hpp"
+#include "luminal/shape/dyn_map.hpp"
+
+namespace luminal::cuda {
+
+struct KernelBuffers {
+    std::span<const HostBuffer* const> inputs;
+    HostBuffer& out;
+    const DynMap& dims;
+};
+
+namespace interpreter_detail {
+
+struct BoundLoad {
+    Expression position, valid, numel;
+};
+
+class BodyRunner {
+public:
+    BodyRunner(const Kernel& k, const KernelBuffers& b) : kernel_(k), buffers_(b) {
+        for (const Step& s : k.body.steps) {
+            values_.emplace_back(s.dtype, 1);
+            BoundLoad bound;
+            if (s.kind == StepKind::Load)
+                bound = {s.view.index_expression().bind(b.dims), s.view.valid_expression().bind(b.dims),
+                         s.view.numel().bind(b.dims)};
+            if (s.kind == StepKind::Index) bound.position = s.index.bind(b.dims);
+            loads_.push_back(bound);
+        }
+    }
+
+    // The body at element `element`; its result is values().back().
+    void run(std::int64_t element) {
+        const auto& steps = kernel_.body.steps;
+        for (std::size_t j = 0; j < steps.size(); ++j) {
+            const Step& s = steps[j];
+            HostBuffer& v = values_[j];
+            switch (s.kind) {
+                case StepKind::Load: load(s, loads_[j], v, element); break;
+                case StepKind::Constant: v.store_double(0, s.value); break;
+                case StepKind::Index: v.store_int(0, loads_[j].position.eval(buffers_.dims, element)); break;
+                case StepKind::Cast: v.copy_element(0, values_[s.a], 0); break;
+                case StepKind::Unary:
+                case StepKind::Binary:
+                    semantics::apply(s.op, values_[s.a], s.kind == StepKind::Binary ? &values_[s.b] : nullptr, v, 0,
+                                     kernel_.node, element);
+                    break;
+            }
+        }
+    }
+    const HostBuffer& result() const { return values_.back(); }
+
+private:
+    void load(const Step& s, const BoundLoad& bound, HostBuffer& v, std::int64_t element) {
+        std::int64_t index = element;
+        if (s.at != kAtElement) {
+            index = values_[static_cast<std::size_t>(s.at)].as_int(0);
+            const std::int64_t n = bound.numel.eval(buffers_.dims);
+            check(index >= 0 && index < n, "Gather", "node {}: index {} at position {} is out of range for {} elements",
+                  kernel_.node, index, element, n);
+        }
+        if (bound.valid.eval(buffers_.dims, index) == 0) {
+            v.store_int(0, 0);
+            return;
+        }
+        const HostBuffer& in = *buffers_.inputs[s.input];
+        const std::int64_t p = bound.position.eval(buffers_.dims, index);
+        check(p >= 0 && p < static_cast<std::int64_t>(in.size()), "cuda kernel",
+              "node {} reads position {} of a {}-element buffer (invalid view)", kernel_.node, p, in.size());
+        v.copy_element(0, in, static_cast<std::size_t>(p));
+    }
+
+    const Kernel& kernel_;
+    const KernelBuffers& buffers_;
+    std::vector<HostBuffer> values_;
+    std::vector<BoundLoad> loads_;
+};
+
+// f32 accumulation for floats (the kernels hold `float acc`), NaN winning a max.
+inline void fold_into(const Kernel& k, BodyRunner& body, HostBuffer& out, std::int64_t o, std::int64_t extent,
+                      std::int64_t inner) {
+    const bool sum = k.fold == OpKind::SumReduce;
+    const std::int64_t first = (o / inner) * extent * inner + o % inner;
+    if (is_float(k.body.steps.back().dtype)) {
+        float acc = sum ? 0.0f : -std::numeric_limits<float>::infinity();
+        for (std::int64_t r = 0; r < extent; ++r) {
+            body.run(first + r * inner);
+            const auto v = static_cast<float>(body.result().as_double(0));
+            acc = sum ? acc + v : (std::isnan(v) || std::isnan(acc) ? std::numeric_limits<float>::quiet_NaN() : std::max(acc, v));
+        }
+        out.store_double(static_cast<std::size_t>(o), acc);
+        return;
+    }
+    std::int64_t acc = sum ? 0 : std::numeric_limits<std::int64_t>::min();
+    if (!sum && out.dtype == DType::I32) acc = std::numeric_limits<std::int32_t>::min();
+    if (!sum && (out.dtype == DType::U8 || out.dtype == DType::Bool)) acc = 0;
+    for (std::int64_t r = 0; r < extent; ++r) {
+        body.run(first + r * inner);
+        const std::int64_t v = body.result().as_int(0);
+        acc = sum ? static_cast<std::int64_t>(static_cast<std::uint64_t>(acc) + static_cast<std::uint64_t>(v))
+                  : std::max(acc, v);
+    }
+    out.store_int(static_cast<std::size_t>(o), acc);
+}
+
+}  // namespace interpreter_detail
+
+inline void interpret(const Kernel& k, const KernelBuffers& buffers) {
+    using namespace interpreter_detail;
+    const std::int64_t count = k.count.eval(buffers.dims);
+    check(static_cast<std::int64_t>(buffers.out.size()) >= count, "cuda kernel", "node {}: {} outputs into a {}-element buffer",
+          k.node, count, buffers.out.size());
+    BodyRunner body(k, buffers);
+    if (k.shape == Kernel::Shape::Elementwise) {
+        for (std::int64_t z = 0; z < count; ++z) {
+            body.run(z);
+            buffers.out.copy_element(static_cast<std::size_t>(z), body.result(), 0);
+        }
+        return;
+    }
+    const std::int64_t extent = k.extent.eval(buffers.dims), inner = std::max<std::int64_t>(k.inner.eval(buffers.dims), 1);
+    for (std::int64_t o = 0; o < count; ++o) fold_into(k, body, buffers.out, o, extent, inner);
+}
+
+// In index order, so a repeated index keeps the last write: what the device's
+// two passes (the highest writer of each position claims it, then writes) give.
+inline void interpret(const ScatterKernel& k, const KernelBuffers& buffers) {
+    const DynMap& dims = buffers.dims;
+    const std::int64_t count = k.count.eval(dims), n = k.out_count.eval(dims);
+    const Expression index_at = k.indexes.index_expression().bind(dims), index_valid = k.indexes.valid_expression().bind(dims);
+    const Expression source_at = k.source.index_expression().bind(dims), source_valid = k.source.valid_expression().bind(dims);
+    const HostBuffer& indexes = *buffers.inputs[0];
+    const HostBuffer& source = *buffers.inputs[1];
+    check(k.source.numel().eval(dims) >= count, "Scatter", "node {}: {} indexes but only {} source elements", k.node, count,
+          k.source.numel().eval(dims));
+    for (std::int64_t i = 0; i < count; ++i) {
+        const std::int64_t at = index_valid.eval(dims, i) ? indexes.as_int(static_cast<std::size_t>(index_at.eval(dims, i))) : 0;
+        check(at >= 0 && at < n, "Scatter", "node {}: index {} at position {} is out of range for {} elements", k.node, at, i, n);
+        if (source_valid.eval(dims, i)) buffers.out.copy_element(static_cast<std::size_t>(at), source, static_cast<std::size_t>(source_at.eval(dims, i)));
+        else buffers.out.store_int(static_cast<std::size_t>(at), 0);
+    }
+}
+
+}  // namespace luminal::cuda

@@ -1,0 +1,91 @@
+#pragma once
+// The kernel IR: what a generated CUDA kernel computes, small enough to print
+// as CUDA source (kernel_source.hpp) and to run on the host (kernel_interpreter.hpp),
+// so CI proves what every kernel computes without a GPU.
+//
+// A kernel evaluates a Body, a straight-line list of per-element steps, for
+// each element of its index space:
+//   Elementwise  out[z] = body(z)                        for z < count
+//   Reduce       out[o] = fold over r < extent of body(i),
+//                i = (o / inner) * extent * inner + r * inner + o % inner,  for o < count
+// Loads read kernel inputs through views (ShapeTrackers over the element
+// index), or, for a gather, at the logical index another step computed.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "luminal/core/dtype.hpp"
+#include "luminal/graph/op.hpp"
+#include "luminal/shape/expression.hpp"
+#include "luminal/shape/shape_tracker.hpp"
+
+namespace luminal::cuda {
+
+enum class StepKind : std::uint8_t { Load, Constant, Index, Unary, Binary, Cast };
+
+inline constexpr std::int32_t kAtElement = -1;
+
+struct Step {
+    StepKind kind = StepKind::Constant;
+    DType dtype = DType::F32;  // of the step's value
+    OpKind op = OpKind::Add;   // Unary, Binary
+    std::uint16_t a = 0, b = 0;  // operand steps (Unary, Binary, Cast)
+    std::uint16_t input = 0;     // Load: kernel input
+    ShapeTracker view;           // Load: how the input is read
+    std::int32_t at = kAtElement;  // Load: the element index, or the step holding a logical index (gather, bounds-checked)
+    double value = 0;              // Constant
+    Expression index;              // Index: over the element index and dims
+
+    friend bool operator==(const Step&, const Step&) = default;
+};
+
+struct Body {
+    std::vector<Step> steps;  // the last one is the result
+    std::uint16_t add(Step s) {
+        steps.push_back(std::move(s));
+        return static_cast<std::uint16_t>(steps.size() - 1);
+    }
+    friend bool operator==(const Body&, const Body&) = default;
+};
+
+// How a reduction is spread over threads; all give the same fold, in a different order.
+enum class ReduceStrategy : std::uint8_t { ThreadPerOutput, WarpPerOutput, BlockPerOutput };
+
+inline constexpr std::string_view name_of(ReduceStrategy s) {
+    switch (s) {
+        case ReduceStrategy::ThreadPerOutput: return "thread";
+        case ReduceStrategy::WarpPerOutput: return "warp";
+        case ReduceStrategy::BlockPerOutput: return "block";
+    }
+    return "?";
+}
+
+struct Kernel {
+    enum class Shape : std::uint8_t { Elementwise, Reduce } shape = Shape::Elementwise;
+    std::vector<DType> inputs;  // dtypes of the buffers read
+    DType out = DType::F32;
+    Body body;
+    Expression count;  // outputs written
+    // Reduce only
+    OpKind fold = OpKind::SumReduce;
+    Expression extent = 1, inner = 1;
+    ReduceStrategy strategy = ReduceStrategy::ThreadPerOutput;
+    std::uint32_t node = 0;  // program node, for error messages
+
+    friend bool operator==(const Kernel& x, const Kernel& y) {
+        return x.shape == y.shape && x.inputs == y.inputs && x.out == y.out && x.body == y.body && x.count == y.count &&
+               x.fold == y.fold && x.extent == y.extent && x.inner == y.inner && x.strategy == y.strategy;
+    }
+};
+
+// out[indexes[i]] = src[i] for i < count, the last write winning where indexes repeat.
+// Inputs: 0 the indexes, 1 the source, both read through their views.
+struct ScatterKernel {
+    std::vector<DType> inputs;
+    DType out = DType::F32;
+    ShapeTracker indexes, source;
+    Expression count, out_count;
+    std::uint32_t node = 0;
+};
+
+}  // namespace luminal::cuda

@@ -1,0 +1,194 @@
+#pragma once
+// NVRTC, opened at run time: generated source -> cubin for one architecture
+// (sm_90 unless told otherwise; the runtime passes its device's). Compiled
+// cubins are cached in memory and on disk ($LUMINAL_CACHE_DIR, else
+// ~/.cache/luminal/kernels), keyed by the source, the architecture, NVRTC's
+// version and the options, so a second run of a model compiles nothing. A
+// cache file holds its full key and is used only when the key matches.
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "luminal/cuda/shared_library.hpp"
+
+namespace luminal::cuda {
+
+class Nvrtc {
+public:
+    // The process-wide NVRTC; Error when the library is not installed.
+    static Nvrtc& get() {
+        static Nvrtc nvrtc;
+        return nvrtc;
+    }
+    static bool available() {
+        try {
+            get();
+            return true;
+        } catch (const Error&) {
+            return false;
+        }
+    }
+
+    std::string version() const { return fmt::format("{}.{}", major_, minor_); }
+
+    // Cubin of `source` for `arch` (e.g. 90); Error with NVRTC's log when it does not compile.
+    std::shared_ptr<const std::vector<char>> compile(const std::string& source, int arch = 90) {
+        const std::vector<std::string> options = options_for(arch);
+        std::string key = key_of(source, arch);
+        std::lock_guard lock(mutex_);
+        if (auto it = memory_.find(key); it != memory_.end()) return it->second;
+        auto cubin = read_cache(key);
+        if (!cubin) {
+            cubin = std::make_shared<const std::vector<char>>(run_nvrtc(source, options));
+            ++compiled_;
+            write_cache(key, *cubin);
+        }
+        memory_.emplace(std::move(key), cubin);
+        return cubin;
+    }
+
+    // Whether the disk cache holds the cubin of `source` for `arch`.
+    bool cached_on_disk(const std::string& source, int arch = 90) const { return read_cache(key_of(source, arch)) != nullptr; }
+
+    // Sources compiled by NVRTC in this process (not found in either cache).
+    std::size_t compiled() const { return compiled_; }
+
+    static std::filesystem::path cache_dir() {
+        if (const char* dir = std::getenv("LUMINAL_CACHE_DIR")) return dir;
+        if (const char* home = std::getenv("HOME")) return std::filesystem::path(home) / ".cache/luminal/kernels";
+        return {};
+    }
+
+private:
+    using Program = void*;
+    using CreateFn = int (*)(Program*, const char*, const char*, int, const char* const*, const char* const*);
+    using CompileFn = int (*)(Program, int, const char* const*);
+    using SizeFn = int (*)(Program, std::size_t*);
+    using GetFn = int (*)(Program, char*);
+    using DestroyFn = int (*)(Program*);
+    using VersionFn = int (*)(int*, int*);
+    using ErrorFn = const char* (*)(int);
+
+    Nvrtc() {
+        lib_ = SharedLibrary::open({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, "NVRTC (the CUDA runtime compiler)");
+        create_ = lib_->symbol<CreateFn>("nvrtcCreateProgram");
+        compile_ = lib_->symbol<CompileFn>("nvrtcCompileProgram");
+        log_size_ = lib_->symbol<SizeFn>("nvrtcGetProgramLogSize");
+        log_ = lib_->symbol<GetFn>("nvrtcGetProgramLog");
+        cubin_size_ = lib_->symbol<SizeFn>("nvrtcGetCUBINSize");
+        cubin_ = lib_->symbol<GetFn>("nvrtcGetCUBIN");
+        destroy_ = lib_->symbol<DestroyFn>("nvrtcDestroyProgram");
+        error_ = lib_->symbol<ErrorFn>("nvrtcGetErrorString");
+        lib_->symbol<VersionFn>("nvrtcVersion")(&major_, &minor_);
+    }
+
+    std::string key_of(const std::string& source, int arch) const {
+        std::string key = fmt::format("nvrtc {} sm_{}", version(), arch);
+        for (auto& o : options_for(arch)) key += " " + o;
+        return key + "\n" + source;
+    }
+
+    std::vector<std::string> options_for(int arch) const {
+        std::vector<std::string> o{fmt::format("--gpu-architecture=sm_{}", arch), "--std=c++17", "-default-device"};
+        for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+            if (const char* v = std::getenv(env)) o.push_back(fmt::format("--include-path={}/include", v));
+#ifdef LUMINAL_CUDA_INCLUDE_DIR
+        o.push_back(fmt::format("--include-path={}", LUMINAL_CUDA_INCLUDE_DIR));
+#endif
+        o.push_back("--include-path=/usr/local/cuda/include");
+        return o;
+    }
+
+    std::vector<char> run_nvrtc(const std::string& source, const std::vector<std::string>& options) {
+        Program program = nullptr;
+        check_nvrtc(create_(&program, source.c_str(), "luminal_kernel.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
+        std::vector<const char*> argv;
+        for (auto& o : options) argv.push_back(o.c_str());
+        const int status = compile_(program, static_cast<int>(argv.size()), argv.data());
+        if (status != 0) {
+            std::size_t size = 0;
+            log_size_(program, &size);
+            std::string log(size, '\0');
+            log_(program, log.data());
+            destroy_(&program);
+            throw Error("nvrtc", fmt::format("the generated kernel does not compile ({}):\n{}\n--- source ---\n{}", error_(status), log, source));
+        }
+        std::size_t size = 0;
+        check_nvrtc(cubin_size_(program, &size), "nvrtcGetCUBINSize");
+        std::vector<char> cubin(size);
+        check_nvrtc(cubin_(program, cubin.data()), "nvrtcGetCUBIN");
+        destroy_(&program);
+        return cubin;
+    }
+
+    void check_nvrtc(int status, const char* call) const {
+        check(status == 0, "nvrtc", "{} failed: {}", call, error_(status));
+    }
+
+    static std::uint64_t fnv1a(const std::string& s) {
+        std::uint64_t h = 1469598103934665603ull;
+        for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+        return h;
+    }
+    static std::filesystem::path cache_file(const std::string& key) {
+        const auto dir = cache_dir();
+        return dir.empty() ? dir : dir / fmt::format("{:016x}.cubin", fnv1a(key));
+    }
+
+    std::shared_ptr<const std::vector<char>> read_cache(const std::string& key) const {
+        const auto file = cache_file(key);
+        if (file.empty()) return nullptr;
+        std::ifstream in(file, std::ios::binary);
+        if (!in) return nullptr;
+        std::uint64_t key_size = 0;
+        if (!in.read(reinterpret_cast<char*>(&key_size), sizeof key_size) || key_size != key.size()) return nullptr;
+        std::string stored(key_size, '\0');
+        if (!in.read(stored.data(), static_cast<std::streamsize>(key_size)) || stored != key) return nullptr;
+        std::vector<char> cubin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (cubin.empty()) return nullptr;
+        return std::make_shared<const std::vector<char>>(std::move(cubin));
+    }
+
+    // Best effort: a cache that cannot be written only costs a compile next time.
+    void write_cache(const std::string& key, const std::vector<char>& cubin) const {
+        const auto file = cache_file(key);
+        if (file.empty()) return;
+        std::error_code ec;
+        std::filesystem::create_directories(file.parent_path(), ec);
+        const auto partial = file.string() + fmt::format(".{}.tmp", reinterpret_cast<std::uintptr_t>(&cubin));
+        {
+            std::ofstream out(partial, std::ios::binary);
+            if (!out) return;
+            const std::uint64_t key_size = key.size();
+            out.write(reinterpret_cast<const char*>(&key_size), sizeof key_size);
+            out.write(key.data(), static_cast<std::streamsize>(key.size()));
+            out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+        }
+        if (std::filesystem::file_size(partial, ec) != sizeof(std::uint64_t) + key.size() + cubin.size()) {
+            std::filesystem::remove(partial, ec);
+            return;
+        }
+        std::filesystem::rename(partial, file, ec);  // atomic: readers see a whole file or none
+    }
+
+    std::unique_ptr<SharedLibrary> lib_;
+    CreateFn create_ = nullptr;
+    CompileFn compile_ = nullptr;
+    SizeFn log_size_ = nullptr, cubin_size_ = nullptr;
+    GetFn log_ = nullptr, cubin_ = nullptr;
+    DestroyFn destroy_ = nullptr;
+    ErrorFn error_ = nullptr;
+    int major_ = 0, minor_ = 0;
+    std::mutex mutex_;
+    std::unordered_map<std::string, std::shared_ptr<const std::vector<char>>> memory_;
+    std::size_t compiled_ = 0;
+};
+
+}  // namespace luminal::cuda

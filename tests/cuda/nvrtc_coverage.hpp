@@ -1,0 +1,55 @@
+#pragma once
+// The CUDA backend as the suites run it without a GPU: cuda::HostEmulator
+// (the plan's kernels interpreted on the host, checked against each suite's
+// independent reference), and every kernel source the plan holds compiled with
+// NVRTC for sm_90. A suite prints how many distinct kernels it compiled when
+// it exits. Where the CUDA Toolkit was found at configure time NVRTC must load;
+// elsewhere compiling is skipped, and the summary says so.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <luminal/cuda.hpp>
+#include <set>
+#include <string>
+
+namespace luminal_test {
+
+class NvrtcCoverage {
+public:
+    static NvrtcCoverage& get() {
+        static NvrtcCoverage coverage;
+        return coverage;
+    }
+    void compile(const luminal::cuda::Plan& plan) {
+        if (!enabled_) return;
+        for (const std::string& source : luminal::cuda::plan_sources(plan))
+            if (sources_.insert(source).second) luminal::cuda::Nvrtc::get().compile(source, 90);
+    }
+    ~NvrtcCoverage() {
+        if (enabled_) std::printf("cuda: %zu distinct generated kernels compiled with NVRTC for sm_90\n", sources_.size());
+        else std::printf("cuda: NVRTC not available, generated kernels were not compiled (interpreted only)\n");
+    }
+
+private:
+    NvrtcCoverage() {
+#ifdef LUMINAL_HAS_CUDA_TOOLKIT
+        enabled_ = true;  // and Nvrtc::get() throws if it cannot load
+#else
+        enabled_ = luminal::cuda::Nvrtc::available();
+#endif
+    }
+    bool enabled_ = false;
+    std::set<std::string> sources_;
+};
+
+// HostEmulator whose loads also compile the program's kernels.
+struct CompilingEmulator : luminal::cuda::HostEmulator {
+    void load(const luminal::Program& program, luminal::InputBinding binding = luminal::InputBinding::Drop) {
+        HostEmulator::load(program, binding);
+        NvrtcCoverage::get().compile(plan());
+    }
+};
+
+}  // namespace luminal_test
+
+static_assert(luminal::Runtime<luminal_test::CompilingEmulator>);

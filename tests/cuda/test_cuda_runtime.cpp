@@ -1,0 +1,67 @@
+// CudaRuntime on a real device: skipped (reported by doctest as skipped,
+// "needs a CUDA device") where none is present, except the check that asking
+// for it then is a clear Error. scripts/gpu_check.sh runs these on a GPU.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <luminal/cuda.hpp>
+#include <luminal/luminal.hpp>
+#include <vector>
+
+#include "../nn/model_reference.hpp"
+
+using namespace luminal;
+
+namespace {
+
+const bool kDevice = cuda::device_available();
+
+std::vector<float> ramp(std::size_t n, float scale) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(static_cast<int>(i % 13) - 6);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("without a CUDA device, asking for the CUDA runtime is an Error saying so" * doctest::skip(kDevice)) {
+    CHECK_THROWS_WITH_AS(cuda::CudaRuntime{}, doctest::Contains("no CUDA device"), Error);
+}
+
+TEST_SUITE("needs a CUDA device" * doctest::skip(!kDevice)) {
+
+TEST_CASE("matmul, softmax and a gather on the device equal the reference") {
+    Graph g;
+    auto a = g.named_tensor("a", {'s', 64});
+    auto w = g.named_tensor("w", {96, 64});
+    auto ids = g.named_tensor("ids", {'s'}, DType::I32);
+    auto table = g.named_tensor("table", {10, 96});
+    g.set_dim('s', 5);
+    auto y = (ops::softmax(ops::matmul(a, ops::transpose(w, 0, 1)), 1) + ops::index_select(table, 0, ids)).output();
+    auto gpu = g.compile(cuda::CudaRuntime{});
+    auto ref = g.compile(ReferenceRuntime{});
+    const auto av = ramp(5 * 64, 0.05f), wv = ramp(96 * 64, 0.02f), tv = ramp(10 * 96, 0.1f);
+    const std::vector<std::int32_t> iv{3, 0, 9, 9, 1};
+    gpu.set_data(a, av), gpu.set_data(w, wv), gpu.set_data(table, tv), gpu.set_data(ids, iv);
+    ref.set_data(a, av), ref.set_data(w, wv), ref.set_data(table, tv), ref.set_data(ids, iv);
+    for (int step = 0; step < 3; ++step) gpu.execute(g.dyn_map());  // the third replays a captured graph
+    ref.execute(g.dyn_map());
+    CHECK(luminal_test::max_abs_diff(gpu.get_f32(y), ref.get_f32(y)) < 1e-5);
+    CHECK(gpu.graph_replays() >= 1);
+    gpu.set_data(ids, std::vector<std::int32_t>{3, 0, 10, 9, 1});
+    CHECK_THROWS_WITH_AS(gpu.execute(g.dyn_map()), doctest::Contains("out of range"), Error);
+}
+
+TEST_CASE("each bundled family on the device matches transformers (f32 weights)") {
+    const auto models = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models";
+    for (const char* name : {"llama", "qwen3", "gemma3", "qwen3_moe", "gemma4_moe"}) {
+        CAPTURE(name);
+        const auto dir = models / name;
+        REQUIRE(std::filesystem::exists(dir));
+        const auto weights = io::SafetensorsModel::open(dir);
+        auto load = [&](auto& session) { session.load_weights(weights); };
+        luminal_test::check_against_reference<cuda::CudaRuntime>(io::load_model_config(dir), load, dir / "reference.safetensors");
+    }
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,182 @@
+// The CUDA backend's host-checkable parts: kernel IR semantics (through the
+// host emulator) against hand-derived values, the printed source, the arena
+// plan, the cuBLASLt operand layouts, and NVRTC with its disk cache. What the
+// kernels compute on whole graphs and models is checked in test_ops, test_nn
+// and test_egraph, where the emulator is one of the runtimes.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <luminal/cuda.hpp>
+#include <luminal/luminal.hpp>
+#include <string>
+#include <vector>
+
+#include "nvrtc_coverage.hpp"
+
+using namespace luminal;
+
+namespace {
+
+bool nvrtc_expected() {
+#ifdef LUMINAL_HAS_CUDA_TOOLKIT
+    return true;
+#else
+    return cuda::Nvrtc::available();
+#endif
+}
+
+cuda::Kernel sum_rows_kernel(cuda::ReduceStrategy strategy) {
+    NodeSpec spec = NodeSpec::backend(cuda::ReduceOp{OpKind::SumReduce, 1, strategy}, {ShapeTracker({3, 5})}, {3}, DType::F32);
+    const DType dtypes[] = {DType::F32};
+    return *cuda::kernel_for(spec, dtypes, 0);
+}
+
+}  // namespace
+
+TEST_CASE("a gather index out of range is an Error naming the node, not a wild read") {
+    Graph g;
+    auto table = g.named_tensor("table", {4, 2});
+    auto ids = g.named_tensor("ids", {3}, DType::I32);
+    auto rows = ops::index_select(table, 0, ids).output();
+    auto rt = g.compile(luminal_test::CompilingEmulator{});
+    rt.set_data(table, std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
+    rt.set_data(ids, std::vector<std::int32_t>{3, 0, 1});
+    rt.execute(g.dyn_map());
+    CHECK(rt.get_f32(rows) == std::vector<float>{6, 7, 0, 1, 2, 3});
+    rt.set_data(ids, std::vector<std::int32_t>{1, 9, 0});
+    CHECK_THROWS_WITH_AS(rt.execute(g.dyn_map()), doctest::Contains("out of range"), Error);
+}
+
+TEST_CASE("a scatter with repeated indexes keeps the last write, as the device's claim pass does") {
+    Graph g;
+    auto dest = g.named_tensor("dest", {5});
+    auto idx = g.named_tensor("idx", {3}, DType::I64);
+    auto src = g.named_tensor("src", {3});
+    auto out = ops::scatter(dest, idx, src).output();
+    auto rt = g.compile(luminal_test::CompilingEmulator{});
+    rt.set_data(dest, std::vector<float>{1, 1, 1, 1, 1});
+    rt.set_data(idx, std::vector<std::int64_t>{1, 3, 1});
+    rt.set_data(src, std::vector<float>{10, 20, 30});
+    rt.execute(g.dyn_map());
+    CHECK(rt.get_f32(out) == std::vector<float>{1, 30, 1, 20, 1});
+}
+
+TEST_CASE("integer modulo by zero is an Error") {
+    Graph g;
+    auto a = g.named_tensor("a", {3}, DType::I32);
+    auto b = g.named_tensor("b", {3}, DType::I32);
+    auto m = (a % b).output();
+    auto rt = g.compile(luminal_test::CompilingEmulator{});
+    rt.set_data(a, std::vector<std::int32_t>{7, -7, 5});
+    rt.set_data(b, std::vector<std::int32_t>{3, 3, 2});
+    rt.execute(g.dyn_map());
+    CHECK(rt.get<std::int64_t>(m) == std::vector<std::int64_t>{1, 2, 1});  // floor modulo, as torch.remainder
+    rt.set_data(b, std::vector<std::int32_t>{3, 0, 2});
+    CHECK_THROWS_WITH_AS(rt.execute(g.dyn_map()), doctest::Contains("modulo by zero"), Error);
+}
+
+TEST_CASE("every reduction strategy folds the same rows; each prints its own thread layout") {
+    HostBuffer in(DType::F32, 15);
+    for (std::size_t i = 0; i < 15; ++i) in.floats[i] = static_cast<double>(i);
+    for (auto strategy : {cuda::ReduceStrategy::ThreadPerOutput, cuda::ReduceStrategy::WarpPerOutput,
+                          cuda::ReduceStrategy::BlockPerOutput}) {
+        CAPTURE(cuda::name_of(strategy));
+        const cuda::Kernel k = sum_rows_kernel(strategy);
+        HostBuffer out(DType::F32, 3);
+        const HostBuffer* inputs[] = {&in};
+        DynMap dims;
+        cuda::interpret(k, cuda::KernelBuffers{inputs, out, dims});
+        CHECK(out.floats == std::vector<double>{0 + 1 + 2 + 3 + 4, 5 + 6 + 7 + 8 + 9, 10 + 11 + 12 + 13 + 14});
+        const std::string source = cuda::kernel_source(k);
+        CHECK((source.find("__shfl_xor_sync") != std::string::npos) == (strategy != cuda::ReduceStrategy::ThreadPerOutput));
+        CHECK((source.find("__syncthreads") != std::string::npos) == (strategy == cuda::ReduceStrategy::BlockPerOutput));
+        if (nvrtc_expected()) CHECK_NOTHROW(cuda::Nvrtc::get().compile(source, 90));
+    }
+}
+
+TEST_CASE("index arithmetic uses floor division only where an operand can be negative") {
+    Graph g;
+    auto x = g.named_tensor("x", {6});
+    auto padded = ops::pad(x, {{2, 1}}, 0.0).output();  // reads x[i - 2]
+    auto rt = g.compile(cuda::HostEmulator{});
+    rt.set_data(x, std::vector<float>{1, 2, 3, 4, 5, 6});
+    rt.execute(g.dyn_map());
+    CHECK(rt.get_f32(padded) == std::vector<float>{0, 0, 1, 2, 3, 4, 5, 6, 0});
+    const std::vector<std::string> sources = cuda::plan_sources(rt.plan());
+    REQUIRE(!sources.empty());
+    for (const std::string& s : sources) {
+        const std::string body = s.substr(s.find("extern \"C\""));
+        CHECK(body.find("luminal_floor_div(") == std::string::npos);  // element indexes are never negative
+    }
+}
+
+TEST_CASE("the arena plan never overlaps blocks that are live together, and reuses dead ones") {
+    const std::vector<cuda::ArenaRequest> requests{{1000, 0, 2}, {500, 1, 3}, {1000, 3, 4}, {200, 4, 4}};
+    const cuda::ArenaPlan plan = cuda::plan_arena(requests);
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        for (std::size_t j = i + 1; j < requests.size(); ++j) {
+            const bool together = requests[i].first <= requests[j].last && requests[j].first <= requests[i].last;
+            const bool apart = plan.offsets[i] + requests[i].bytes <= plan.offsets[j] || plan.offsets[j] + requests[j].bytes <= plan.offsets[i];
+            CHECK_MESSAGE((!together || apart), "blocks " << i << " and " << j);
+            CHECK(plan.offsets[i] % cuda::kArenaAlignment == 0);
+        }
+    CHECK(plan.offsets[2] == 0);  // block 0 died at node 2
+    CHECK(plan.bytes < 1000 + 512 + 1024 + 256);
+}
+
+TEST_CASE("cuBLASLt operands: strided matrices, transposed or batched, and what it cannot describe") {
+    const ShapeTracker row_major({4, 8});
+    CHECK(cuda::blas_layout(row_major));
+    const cuda::BlasOperand r = cuda::blas_operand(row_major, {});
+    CHECK((r.rows == 4 && r.k == 8 && r.ld == 8 && r.row_major && r.batch == 1));
+    const ShapeTracker transposed = ShapeTracker({8, 4}).permute({1, 0});
+    CHECK(cuda::blas_layout(transposed));
+    const cuda::BlasOperand t = cuda::blas_operand(transposed, {});
+    CHECK((t.rows == 4 && t.k == 8 && t.ld == 4 && !t.row_major));
+    const cuda::BlasOperand b = cuda::blas_operand(ShapeTracker({3, 4, 8}), {});
+    CHECK((b.batch == 3 && b.batch_stride == 32));
+    CHECK_FALSE(cuda::blas_layout(ShapeTracker({4, 8}).pad(1, 1, 0)));
+    CHECK_FALSE(cuda::blas_layout(ShapeTracker({2, 3, 4, 8}).permute({1, 0, 2, 3})));  // batch axes of strides 32, 96
+}
+
+TEST_CASE("NVRTC: a kernel that does not compile is an Error with the log; compiled cubins land in the disk cache") {
+    if (!nvrtc_expected()) {
+        MESSAGE("skipped: NVRTC not available");
+        return;
+    }
+    CHECK_THROWS_WITH_AS(cuda::Nvrtc::get().compile("extern \"C\" __global__ void k() { undefined_name(); }", 90),
+                         doctest::Contains("undefined_name"), Error);
+    const auto dir = std::filesystem::temp_directory_path() / fmt::format("luminal-kernel-cache-{}", ::getpid());
+    std::filesystem::remove_all(dir);
+    ::setenv("LUMINAL_CACHE_DIR", dir.c_str(), 1);
+    const std::string source = fmt::format("extern \"C\" __global__ void k(float* o) {{ o[0] = {}.0f; }}\n", ::getpid());
+    const std::size_t compiled = cuda::Nvrtc::get().compile(source, 90)->size();
+    CHECK(compiled > 0);
+    CHECK(cuda::Nvrtc::get().cached_on_disk(source, 90));
+    CHECK_FALSE(cuda::Nvrtc::get().cached_on_disk(source + " ", 90));
+    ::unsetenv("LUMINAL_CACHE_DIR");
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a reduction of an elementwise expression runs as one kernel that folds the expression") {
+    Graph g;
+    auto x = g.named_tensor("x", {2, 3});
+    auto mean_square = ((x * x).sum(1) * (1.0 / 3)).output();
+    auto rt = g.compile(luminal_test::CompilingEmulator{});
+    rt.set_data(x, std::vector<float>{1, 2, 3, -4, 0, 2});
+    rt.execute(g.dyn_map());
+    const std::vector<float> got = rt.get_f32(mean_square);
+    CHECK(got[0] == doctest::Approx(14.0 / 3));
+    CHECK(got[1] == doctest::Approx(20.0 / 3));
+    std::size_t folded_products = 0, elementwise_products = 0;
+    for (const cuda::PlannedNode& p : rt.plan().nodes) {
+        if (!p.kernel) continue;
+        bool multiplies = false;
+        for (const cuda::Step& s : p.kernel->body.steps) multiplies |= s.kind == cuda::StepKind::Binary && s.op == OpKind::Mul;
+        if (!multiplies) continue;
+        if (p.kernel->shape == cuda::Kernel::Shape::Reduce) ++folded_products;
+        else ++elementwise_products;
+    }
+    CHECK(folded_products == 1);  // x * x is computed inside the reduction
+}
