@@ -1,0 +1,56 @@
+"""PyTorch (transformers) on the model: eager, or torch.compile of the forward (default
+inductor). Both use a StaticCache sized for the run, so prefill and decode see fixed
+shapes and torch.compile compiles once per shape; f32 throughout (a GGUF file is
+dequantized to f32 by transformers)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .measure import arguments, emit, measure, ms_since
+
+
+def main() -> None:
+    args = arguments(__doc__.split("\n")[0])
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, StaticCache
+
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    model_path = Path(args.model)
+    if model_path.suffix == ".gguf":
+        model = AutoModelForCausalLM.from_pretrained(model_path.parent, gguf_file=model_path.name,
+                                                     dtype=torch.float32)
+        dtype = "float32 (GGUF dequantized by transformers)"
+    else:
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+        dtype = "float32"
+    model.eval()
+    load_ms = ms_since(start)
+    forward = torch.compile(model.forward) if args.mode == "compile" else model.forward
+    cache = StaticCache(config=model.config, max_cache_len=len(args.prompt_ids) + args.decode_tokens + 8)
+
+    def prefill(ids: list[int]) -> int:
+        out = forward(input_ids=torch.tensor([ids]), past_key_values=cache,
+                      cache_position=torch.arange(len(ids)), use_cache=True)
+        return int(out.logits[0, -1].argmax())
+
+    def step(token: int, position: int) -> int:
+        out = forward(input_ids=torch.tensor([[token]]), past_key_values=cache,
+                      cache_position=torch.tensor([position]), use_cache=True)
+        return int(out.logits[0, -1].argmax())
+
+    with torch.inference_mode():
+        result = measure(cache.reset, prefill, step, args.prompt_ids, args.iters, args.decode_tokens)
+    result.update(path=f"torch-{args.mode}", model=model_path.name, device="cpu", dtype=dtype, load_ms=load_ms,
+                  threads=args.threads, versions={"torch": torch.__version__,
+                                                  "transformers": transformers.__version__})
+    if args.mode == "compile":  # torch.compile compiles (and recompiles) during the warm-up calls
+        result.update(compile_ms=sum(result["ttft_ms_samples"][:args.warmups]) + result.pop("warmup_step_ms"),
+                      compile_note="warm-up prefills + warm-up decode step")
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()
