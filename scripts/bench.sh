@@ -17,7 +17,7 @@ fi
 
 measuring=1
 for arg in "$@"; do
-  [[ "$arg" == --report || "$arg" == --list || "$arg" == -h || "$arg" == --help ]] && measuring=0
+  [[ "$arg" == --report || "$arg" == --markdown || "$arg" == --list || "$arg" == -h || "$arg" == --help ]] && measuring=0
 done
 if [[ "$measuring" == 1 && "${LUMINAL_BENCH_NO_BUILD:-0}" != 1 ]]; then
   luminal_configure "$RELEASE_DIR" "${RELEASE_ARGS[@]}" >/dev/null

@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="default", help="a name in benchmarks/suite/configs, or a file path")
     parser.add_argument("--report", action="store_true", help="write the HTML report from the database and exit")
     parser.add_argument("--list", action="store_true", help="list the configurations and exit")
+    parser.add_argument("--markdown", metavar="CONFIG", help="print the newest run of CONFIG as a Markdown table")
     parser.add_argument("--db", type=Path, default=REPO / "build" / "bench" / "bench.db")
     parser.add_argument("--out", type=Path, help="report file (default: report.html beside the database)")
     parser.add_argument("--bin", type=Path, default=REPO / "build" / "release", help="build folder of our binaries")
@@ -29,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     store = Store(args.db)
     try:
+        if args.markdown:
+            print(report.markdown(store, args.markdown))
+            return 0
         if args.report:
             out = args.out or args.db.with_name("report.html")
             report.write(store, out)

@@ -44,10 +44,11 @@ def _generate(job: Job, extra: list[str]) -> list[str]:
     return command + (["--threads", str(job.threads)] if job.threads else [])
 
 
-def _worker(module: str, job: Job, mode: str = "eager") -> list[str]:
+def _worker(module: str, job: Job, mode: str = "eager", device: str = "cpu") -> list[str]:
     return [sys.executable, "-m", f"luminal_bench.workers.{module}", "--model", str(job.model_file),
             "--prompt-ids", ",".join(map(str, job.prompt_ids)), "--decode-tokens", str(job.decode_tokens),
-            "--iters", str(job.iters), "--threads", str(job.threads or 1), "--warmups", str(job.warmups), "--mode", mode]
+            "--iters", str(job.iters), "--threads", str(job.threads or 1), "--warmups", str(job.warmups), "--mode", mode,
+            "--device", device]
 
 
 def _missing_binary(relative: str) -> Callable[[Job], str | None]:
@@ -67,19 +68,30 @@ def _missing_modules(*modules: str, gguf_only: bool = False) -> Callable[[Job], 
 
 
 def _no_cuda(job: Job) -> str | None:
-    return _missing_binary("examples/generate")(job) or (None if cuda_gpus() else "no CUDA device")
+    return None if cuda_gpus() else "no CUDA device"
+
+
+def _first(*checks: Callable[[Job], str | None]) -> Callable[[Job], str | None]:
+    return lambda job: next((reason for check in checks if (reason := check(job))), None)
 
 
 PATHS: dict[str, PathSpec] = {spec.name: spec for spec in (
     PathSpec("ours-cpu", "luminal (CPU)", True, lambda job: _generate(job, []),
              _missing_binary("examples/generate")),
-    PathSpec("ours-cuda", "luminal (CUDA)", True, lambda job: _generate(job, ["--device", "cuda"]), _no_cuda),
+    PathSpec("ours-cuda", "luminal (CUDA)", True, lambda job: _generate(job, ["--device", "cuda"]),
+             _first(_no_cuda, _missing_binary("examples/generate"))),
     PathSpec("llama.cpp", "llama.cpp", False, lambda job: _worker("llama_cpp_worker", job),
              _missing_modules("llama_cpp", "numpy", gguf_only=True)),
     PathSpec("torch-eager", "PyTorch eager", False, lambda job: _worker("torch_worker", job),
              _missing_modules("torch", "transformers")),
     PathSpec("torch-compile", "torch.compile", False, lambda job: _worker("torch_worker", job, "compile"),
              _missing_modules("torch", "transformers")),
+    PathSpec("torch-eager-cuda", "PyTorch eager (CUDA)", False,
+             lambda job: _worker("torch_worker", job, device="cuda"),
+             _first(_no_cuda, _missing_modules("torch", "transformers"))),
+    PathSpec("torch-compile-cuda", "torch.compile (CUDA)", False,
+             lambda job: _worker("torch_worker", job, "compile", "cuda"),
+             _first(_no_cuda, _missing_modules("torch", "transformers"))),
     PathSpec("ours-compile", "luminal compile", True,
              lambda job: [str(job.binaries / "benchmarks" / "bench_model_build"), str(job.iters),
                           str(job.model_file)],

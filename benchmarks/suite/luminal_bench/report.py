@@ -64,8 +64,9 @@ def _ratio_line(metric: str, rows: list[dict], key: str) -> str:
         value = stats.ratio(row[key], best[key])
         word, cls = ("slower", "slower") if value > 1 else ("faster", "faster")
         factor = value if value > 1 else 1 / value
+        tokens = f", decode tok/s ratio {1 / value:.2f}" if key == "tpot_ms" else ""
         parts.append(f"{escape(PATHS[row['path']].label)} / {escape(PATHS[best['path']].label)} = "
-                     f"<b>{value:.2f}×</b> <span class='{cls}'>({factor:.2f}× {word})</span>")
+                     f"<b>{value:.2f}×</b> <span class='{cls}'>({factor:.2f}× {word}{tokens})</span>")
     return f"<div class='ratio'>{metric}, ours / best peer: {'; '.join(parts)}</div>"
 
 
@@ -186,3 +187,39 @@ def render(store: Store) -> str:
 def write(store: Store, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(store))
+
+
+def markdown(store: Store, config: str) -> str:
+    """The newest run of a configuration as a Markdown table (what the README shows)."""
+    run = next((r for r in _latest_runs(store) if r["config"] == config), None)
+    if run is None:
+        return f"no run of configuration {config!r} in the database"
+    rows = store.results(run["id"])
+    lines = [f"Run {run['id']} of `{config}`, commit {(run['git_commit'] or '?')[:10]}"
+             f"{' (uncommitted changes)' if run['git_dirty'] else ''}, {run['started_at']}; {run['cpu_model']}, "
+             f"{run['cpu_cores']} cores, {run['gpu'] or 'no GPU'}.", "",
+             "| model | path | TTFT ms | TPOT ms | tok/s | compile ms | peak RSS MiB | ours / best peer |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["model"], row["setting"])].append(row)
+    for (model, setting), group in groups.items():
+        peers = [r for r in group if not PATHS[r["path"]].ours and r["status"] == "ok"]
+        for r in group:
+            label = PATHS[r["path"]].label
+            if r["status"] != "ok":
+                error = (r["error"] or "").replace("|", "\\|")
+                lines.append(f"| {model} ({setting}) | {label} | {r['status']} | | | | | {error} |")
+                continue
+            ratio = ""
+            if PATHS[r["path"]].ours and peers and r["ttft_ms"]:
+                ttft_best = min(peers, key=lambda x: x["ttft_ms"])
+                tpot_best = min(peers, key=lambda x: x["tpot_ms"])
+                ratio = (f"TTFT {r['ttft_ms'] / ttft_best['ttft_ms']:.2f}× ({PATHS[ttft_best['path']].label}), "
+                         f"TPOT {r['tpot_ms'] / tpot_best['tpot_ms']:.2f}× ({PATHS[tpot_best['path']].label})")
+            def cell(value, digits):
+                return f"{value:,.{digits}f}" if value is not None else "–"
+            lines.append(f"| {model} ({setting}) | {label} | {cell(r['ttft_ms'], 1)} | {cell(r['tpot_ms'], 2)} | "
+                         f"{cell(r['throughput_tps'], 1)} | {cell(r['compile_ms'], 0)} | "
+                         f"{cell(r['peak_rss_mib'], 0)} | {ratio} |")
+    return "\n".join(lines)

@@ -8,7 +8,8 @@ from html import escape
 
 FONT = "font-family='system-ui, -apple-system, Segoe UI, sans-serif'"
 PALETTE = {"ours-cpu": "#2563eb", "ours-cuda": "#7c3aed", "ours-compile": "#2563eb", "llama.cpp": "#ea580c",
-           "torch-eager": "#dc2626", "torch-compile": "#db2777"}
+           "torch-eager": "#dc2626", "torch-compile": "#db2777", "torch-eager-cuda": "#b91c1c",
+           "torch-compile-cuda": "#9d174d"}
 MUTED = "#94a3b8"
 
 

@@ -58,6 +58,19 @@ class StoreReportTest(unittest.TestCase):
         self.assertIn("<polyline", html)                        # a history line over the two runs
         self.assertEqual(len(re.findall("Configuration “default”", html)), 1)  # the latest run only
 
+    def test_markdown_table_of_the_newest_run(self):
+        self.add_run(100)
+        self.store.add_result(self.store.begin_run("default", GIT, MACHINE),
+                              Result(model="m", path="ours-cpu", setting="s", status="failed", error="a | b"))
+        table = report.markdown(self.store, "default")
+        self.assertIn("| m (s) | luminal (CPU) | failed | | | | | a \\| b |", table)
+        self.assertNotIn("llama.cpp", table)  # the older run is not shown
+        self.assertIn("no run", report.markdown(self.store, "gpu"))
+
+    def test_ratios_in_the_markdown_table(self):
+        self.add_run(100)
+        self.assertIn("TTFT 2.00× (llama.cpp), TPOT 2.00× (llama.cpp)", report.markdown(self.store, "default"))
+
     def test_empty_database_says_what_to_do(self):
         self.assertIn("scripts/bench.sh", report.render(self.store))
 

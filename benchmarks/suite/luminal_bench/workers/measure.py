@@ -23,6 +23,7 @@ def arguments(description: str) -> argparse.Namespace:
     parser.add_argument("--warmups", type=int, default=0, help="how many of the prefills are warm-ups")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--mode", default="eager")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     args.prompt_ids = [int(x) for x in args.prompt_ids.split(",")]
     return args

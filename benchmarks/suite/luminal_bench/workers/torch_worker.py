@@ -1,7 +1,8 @@
 """PyTorch (transformers) on the model: eager, or torch.compile of the forward (default
-inductor). Both use a StaticCache sized for the run, so prefill and decode see fixed
-shapes and torch.compile compiles once per shape; f32 throughout (a GGUF file is
-dequantized to f32 by transformers)."""
+inductor), on the CPU or a CUDA device. Both use a StaticCache sized for the run, so
+prefill and decode see fixed shapes and torch.compile compiles once per shape; f32
+throughout (a GGUF file is dequantized to f32 by transformers). Reading the picked token
+back (int(argmax)) waits for the device, so every sample ends when its token is known."""
 from __future__ import annotations
 
 import time
@@ -26,24 +27,28 @@ def main() -> None:
     else:
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
         dtype = "float32"
-    model.eval()
+    device = torch.device(args.device)
+    model.eval().to(device)
     load_ms = ms_since(start)
     forward = torch.compile(model.forward) if args.mode == "compile" else model.forward
     cache = StaticCache(config=model.config, max_cache_len=len(args.prompt_ids) + args.decode_tokens + 8)
+    prompt = torch.tensor([args.prompt_ids], device=device)
+    prompt_positions = torch.arange(len(args.prompt_ids), device=device)
 
-    def prefill(ids: list[int]) -> int:
-        out = forward(input_ids=torch.tensor([ids]), past_key_values=cache,
-                      cache_position=torch.arange(len(ids)), use_cache=True)
+    def prefill(_ids: list[int]) -> int:
+        out = forward(input_ids=prompt, past_key_values=cache, cache_position=prompt_positions, use_cache=True)
         return int(out.logits[0, -1].argmax())
 
     def step(token: int, position: int) -> int:
-        out = forward(input_ids=torch.tensor([[token]]), past_key_values=cache,
-                      cache_position=torch.tensor([position]), use_cache=True)
+        out = forward(input_ids=torch.tensor([[token]], device=device), past_key_values=cache,
+                      cache_position=torch.tensor([position], device=device), use_cache=True)
         return int(out.logits[0, -1].argmax())
 
     with torch.inference_mode():
         result = measure(cache.reset, prefill, step, args.prompt_ids, args.iters, args.decode_tokens)
-    result.update(path=f"torch-{args.mode}", model=model_path.name, device="cpu", dtype=dtype, load_ms=load_ms,
+    suffix = "" if device.type == "cpu" else f"-{device.type}"
+    result.update(path=f"torch-{args.mode}{suffix}", model=model_path.name, device=str(device), dtype=dtype,
+                  load_ms=load_ms,
                   threads=args.threads, versions={"torch": torch.__version__,
                                                   "transformers": transformers.__version__})
     if args.mode == "compile":  # torch.compile compiles (and recompiles) during the warm-up calls
