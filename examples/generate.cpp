@@ -74,7 +74,8 @@ int run(const Args& args) {
 
     const std::vector<luminal::io::ChatMessage> messages{{"user", args.prompt}};
     const std::string text = args.chat ? render_chat(pretrained.chat_family(), messages) : args.prompt;
-    const std::vector<std::int32_t> prompt = args.prompt_ids.empty() ? tokenizer.encode(text, !args.chat) : args.prompt_ids;
+    const std::vector<std::int32_t> prompt =
+        args.prompt_ids.empty() ? tokenizer.encode(text, !args.chat) : args.prompt_ids;
     luminal::check(!prompt.empty(), "generate", "the prompt encodes to no tokens");
     for (const std::int32_t id : prompt)
         luminal::check(id >= 0 && id < config.vocab_size, "generate",
@@ -135,7 +136,8 @@ int run(const Args& args) {
                       ? std::string("float32")
                       : fmt::format("{} weights, float32 compute", luminal::name_of(args.weights))},
         {"prompt_tokens", prompt.size()}, {"iters", args.iters}, {"ttft_ms", ttft},
-        {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"load_ms", load_ms}, {"search_iters", args.search},
+        {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"load_ms", load_ms},
+        {"search_iters", args.search},
         {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
         {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}, {"prompt_ids", prompt},
         {"generated_ids", generated_ids}};

@@ -47,8 +47,8 @@ def _generate(job: Job, extra: list[str]) -> list[str]:
 def _worker(module: str, job: Job, mode: str = "eager", device: str = "cpu") -> list[str]:
     return [sys.executable, "-m", f"luminal_bench.workers.{module}", "--model", str(job.model_file),
             "--prompt-ids", ",".join(map(str, job.prompt_ids)), "--decode-tokens", str(job.decode_tokens),
-            "--iters", str(job.iters), "--threads", str(job.threads or 1), "--warmups", str(job.warmups), "--mode", mode,
-            "--device", device]
+            "--iters", str(job.iters), "--threads", str(job.threads or 1), "--warmups", str(job.warmups),
+            "--mode", mode, "--device", device]
 
 
 def _missing_binary(relative: str) -> Callable[[Job], str | None]:

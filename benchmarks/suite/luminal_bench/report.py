@@ -70,7 +70,7 @@ def _ratio_line(metric: str, rows: list[dict], key: str) -> str:
     return f"<div class='ratio'>{metric}, ours / best peer: {'; '.join(parts)}</div>"
 
 
-def _bars(rows: list[dict], key: str, samples: str, unit: str) -> list[Bar]:
+def _bars(rows: list[dict], key: str, samples: str) -> list[Bar]:
     peers = [r[key] for r in rows if not PATHS[r["path"]].ours and r[key]]
     best = min(peers) if peers else None
     bars = []
@@ -140,9 +140,11 @@ def _card(model_title: str, setting: str, rows: list[dict], history: str) -> str
         return (f"<div class='card'>{title}<div class='charts'>"
                 f"{bar_chart('Compile time: graph build excluded, saturation + extraction', 'ms', bars)}</div>"
                 f"<div class='meta'>samples (ms): {samples or '–'}</div>{errors}{history}</div>")
-    return (f"<div class='card'>{title}<div class='charts'>"
-            f"{bar_chart('Time to first token (median; whisker = min–max)', 'ms', _bars(rows, 'ttft_ms', 'ttft_ms_samples', 'ms'))}"
-            f"{bar_chart('Time per output token (median; whisker = min–max)', 'ms', _bars(rows, 'tpot_ms', 'tpot_ms_samples', 'ms'))}"
+    ttft = bar_chart("Time to first token (median; whisker = min–max)", "ms",
+                     _bars(rows, "ttft_ms", "ttft_ms_samples"))
+    tpot = bar_chart("Time per output token (median; whisker = min–max)", "ms",
+                     _bars(rows, "tpot_ms", "tpot_ms_samples"))
+    return (f"<div class='card'>{title}<div class='charts'>{ttft}{tpot}"
             f"</div>{_ratio_line('TTFT', rows, 'ttft_ms')}{_ratio_line('TPOT', rows, 'tpot_ms')}"
             f"{_table(rows)}{history}</div>")
 

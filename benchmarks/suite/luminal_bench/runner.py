@@ -58,7 +58,8 @@ class Progress:
         if result.status == "ok" and result.path in COMPILE_ONLY:
             summary = f"compile {result.compile_ms:.0f} ms"
         elif result.status == "ok":
-            summary = f"TTFT {result.ttft_ms:.1f} ms, TPOT {result.tpot_ms:.2f} ms, peak RSS {result.peak_rss_mib:.0f} MiB"
+            summary = (f"TTFT {result.ttft_ms:.1f} ms, TPOT {result.tpot_ms:.2f} ms, "
+                       f"peak RSS {result.peak_rss_mib:.0f} MiB")
         else:
             summary = f"{result.status}: {result.error}"
         wall = f" ({result.wall_s:.1f} s)" if result.wall_s is not None else ""
@@ -73,7 +74,11 @@ def _measure(spec: PathSpec, job: Job, base: Result, timeout_s: int, warmups: in
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SUITE_DIR), os.environ.get("PYTHONPATH")])))
     threads = str(job.threads or 1)
     env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
-    outcome = process.run(spec.command(job), timeout_s, env)
+    try:
+        outcome = process.run(spec.command(job), timeout_s, env)
+    except OSError as error:
+        base.status, base.error = "failed", f"could not start: {error}"
+        return base
     base.wall_s, base.peak_rss_mib = round(outcome.wall_s, 2), round(outcome.peak_rss_mib, 1)
     if outcome.timed_out:
         base.status, base.error = "failed", f"timed out after {timeout_s} s"

@@ -13,7 +13,8 @@ MACHINE = {"cpu_model": "Test CPU", "cpu_cores": 2, "memory_gib": 8.0, "gpu": No
 
 def measured(path, ttft, tpot, ids=(1, 2, 3)):
     return Result(model="m", model_title="Model M", path=path, setting="prompt 8, decode 2", status="ok",
-                  ttft_ms=ttft, tpot_ms=tpot, throughput_tps=1000 / tpot, ttft_ms_samples=[ttft * 0.9, ttft, ttft * 1.2],
+                  ttft_ms=ttft, tpot_ms=tpot, throughput_tps=1000 / tpot,
+                  ttft_ms_samples=[ttft * 0.9, ttft, ttft * 1.2],
                   tpot_ms_samples=[tpot, tpot * 1.1], generated_ids=list(ids), peak_rss_mib=100.0, dtype="float32")
 
 
