@@ -24,7 +24,7 @@ padding:16px 18px;margin:14px 0;box-shadow:0 1px 2px rgba(15,23,42,.05)}
 .ratio b{font-variant-numeric:tabular-nums}.faster{color:#15803d}.slower{color:#b91c1c}
 table{border-collapse:collapse;width:100%;font-size:12.5px;font-variant-numeric:tabular-nums;margin-top:6px}
 th,td{text-align:right;padding:4px 8px;border-bottom:1px solid #f1f5f9;vertical-align:top}
-th{color:#475569;font-weight:600;border-bottom:1px solid #e2e8f0}th:first-child,td:first-child{text-align:left}
+th{color:#475569;font-weight:600;border-bottom:1px solid #e2e8f0;white-space:nowrap}th:first-child,td:first-child{text-align:left}
 td.err{text-align:left;color:#b91c1c;max-width:420px;word-break:break-word}td.skip{text-align:left;color:#64748b}
 .dot{display:inline-block;width:9px;height:9px;border-radius:2px;margin-right:6px;vertical-align:middle}
 .meta{font-size:12.5px;color:#475569}.none{color:#94a3b8}footer{color:#64748b;font-size:12px;margin:28px 0}
@@ -77,7 +77,7 @@ def _bars(rows: list[dict], key: str, samples: str) -> list[Bar]:
     for row in rows:
         note = ""
         if PATHS[row["path"]].ours and row[key] and best:
-            note = f"{row[key] / best:.2f}× best peer"
+            note = f"{row[key] / best:.2f}× best"
         missing = row["status"] if row["status"] != "ok" else ""
         bars.append(Bar(PATHS[row["path"]].label, row["path"], row[key], row[samples], note, missing))
     return bars
@@ -149,6 +149,10 @@ def _card(model_title: str, setting: str, rows: list[dict], history: str) -> str
             f"{_table(rows)}{history}</div>")
 
 
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
 def _run_header(run: dict) -> str:
     commit = (run["git_commit"] or "unknown")[:10]
     dirty = " (uncommitted changes)" if run["git_dirty"] else ""
@@ -156,7 +160,7 @@ def _run_header(run: dict) -> str:
     gpu = escape(run["gpu"]) if run["gpu"] else "no GPU"
     return (f"<h2>Configuration “{escape(run['config'])}” · run {run['id']}</h2>"
             f"<p class='meta'>commit <code>{escape(commit)}</code>{dirty} on {escape(run['git_branch'] or '?')} — "
-            f"{escape(run['git_subject'] or '')}<br>{escape(machine)}; {gpu}; started {escape(run['started_at'])}"
+            f"{escape(_shorten(run['git_subject'] or '', 110))}<br>{escape(machine)}; {gpu}; started {escape(run['started_at'])}"
             f", finished {escape(run['finished_at'] or 'not finished')}</p>")
 
 
