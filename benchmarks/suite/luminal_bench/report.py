@@ -24,7 +24,7 @@ padding:16px 18px;margin:14px 0;box-shadow:0 1px 2px rgba(15,23,42,.05)}
 .ratio b{font-variant-numeric:tabular-nums}.faster{color:#15803d}.slower{color:#b91c1c}
 table{border-collapse:collapse;width:100%;font-size:12.5px;font-variant-numeric:tabular-nums;margin-top:6px}
 th,td{text-align:right;padding:4px 8px;border-bottom:1px solid #f1f5f9;vertical-align:top}
-th{color:#475569;font-weight:600;border-bottom:1px solid #e2e8f0;white-space:nowrap}th:first-child,td:first-child{text-align:left}
+th{color:#475569;font-weight:600;border-bottom:1px solid #e2e8f0;white-space:nowrap}th:first-child,td:first-child{text-align:left;white-space:nowrap}
 td.err{text-align:left;color:#b91c1c;max-width:420px;word-break:break-word}td.skip{text-align:left;color:#64748b}
 .dot{display:inline-block;width:9px;height:9px;border-radius:2px;margin-right:6px;vertical-align:middle}
 .meta{font-size:12.5px;color:#475569}.none{color:#94a3b8}footer{color:#64748b;font-size:12px;margin:28px 0}
@@ -86,7 +86,7 @@ def _bars(rows: list[dict], key: str, samples: str) -> list[Bar]:
 def _table(rows: list[dict]) -> str:
     ours_ids = next((r["generated_ids"] for r in rows if r["path"] == "ours-cpu" and r["status"] == "ok"), [])
     head = ("<tr><th>path</th><th>TTFT ms</th><th>TPOT ms</th><th>tok/s</th><th>compile ms</th><th>load ms</th>"
-            "<th>peak RSS MiB</th><th>samples</th><th>greedy ids = ours</th><th>dtype</th></tr>")
+            "<th>peak RSS MiB</th><th>samples TTFT / TPOT</th><th>greedy ids = ours</th><th>dtype</th></tr>")
     body = []
     for r in rows:
         name = f"<span class='dot' style='background:{color(r['path'])}'></span>{escape(PATHS[r['path']].label)}"
