@@ -51,7 +51,7 @@ class StoreReportTest(unittest.TestCase):
         html = report.render(self.store)
         self.assertNotRegex(html, r"(src|href)=['\"]?https?:")
         self.assertIn("<svg", html)
-        self.assertIn("2.00× best peer", html)                  # TPOT: 10 / llama.cpp's 5
+        self.assertIn("2.00× best", html)                       # TPOT: 10 / llama.cpp's 5
         self.assertIn("1.60×", html)                            # TTFT of the latest run: 80 / 50
         self.assertIn("exit code 1: &lt;oops&gt;", html)         # escaped error text
         self.assertIn("skipped: no CUDA device", html)
