@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from . import process, stats
@@ -133,20 +134,23 @@ def _run_one(config: Config, store: Store, run_id: int, progress: Progress, mode
                   warmups=0 if compile_only else config.warmups)
     progress.start(f"{model.key} · {spec.label} · {base.setting}")
     started = time.monotonic()
-    ids: list[int] = []
-    error = model_error
-    if error is None and not compile_only:
-        try:
-            ids = prompt_ids(model_file, config.prompt_text, setting.prompt_tokens, binaries, work)
-        except PromptError as failure:
-            error = f"prompt ids: {failure}"
-    if error is not None:
-        base.error = error
+    if model_error is not None:
+        base.error = model_error
     else:
-        job = Job(model_file=model_file, prompt_ids=ids, decode_tokens=setting.decode_tokens,
+        job = Job(model_file=model_file, prompt_ids=[], decode_tokens=setting.decode_tokens,
                   iters=config.iters if compile_only else config.warmups + config.iters, warmups=config.warmups,
                   threads=None if compile_only else setting.threads, search=config.search, binaries=binaries)
-        base = _measure(spec, job, base, config.timeout_s, config.warmups)
+        reason = spec.unavailable(job)  # before tokenizing: a path that cannot run here is skipped, not failed
+        if reason:
+            base.status, base.error = "skipped", reason
+        elif compile_only:
+            base = _measure(spec, job, base, config.timeout_s, config.warmups)
+        else:
+            try:
+                ids = prompt_ids(model_file, config.prompt_text, setting.prompt_tokens, binaries, work)
+                base = _measure(spec, replace(job, prompt_ids=ids), base, config.timeout_s, config.warmups)
+            except PromptError as failure:
+                base.error = f"prompt ids: {failure}"
     if base.wall_s is None:
         base.wall_s = round(time.monotonic() - started, 2)
     store.add_result(run_id, base)
