@@ -1,8 +1,10 @@
 // Graph construction and compilation (saturation + extraction, no weights) of
 // full-size model configs: Llama-3.1-8B, Qwen3-4B, Gemma-3-4B (the config.json
-// fixtures in tests/data/configs). Prints the median of --reps runs of each.
+// fixtures in tests/data/configs), or of the config.json folders given. Prints the
+// median of `reps` runs of each, and a `BENCH_RESULT {json}` line per model with
+// every sample (read by scripts/bench.sh).
 //
-//   bench_model_build [reps]
+//   bench_model_build [reps] [config_dir...]
 #include <luminal/luminal.hpp>
 
 #include <algorithm>
@@ -25,10 +27,14 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
-    const std::filesystem::path configs = std::filesystem::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "configs";
+    const std::filesystem::path fixtures = std::filesystem::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "configs";
+    std::vector<std::filesystem::path> configs(argv + std::min(argc, 2), argv + argc);
+    if (configs.empty())
+        for (const char* name : {"llama31_8b", "qwen3_4b", "gemma3_4b_it"}) configs.push_back(fixtures / name);
     std::printf("%-14s %8s %8s %12s %12s %10s\n", "model", "layers", "nodes", "build ms", "compile ms", "e-nodes");
-    for (const char* name : {"llama31_8b", "qwen3_4b", "gemma3_4b_it"}) {
-        const auto config = luminal::io::load_model_config(configs / name);
+    for (const std::filesystem::path& dir : configs) {
+        const std::string name = dir.filename().string();
+        const auto config = luminal::io::load_model_config(dir);
         std::vector<double> build_ms, compile_ms;
         std::size_t nodes = 0, enodes = 0;
         for (int r = 0; r < reps; ++r) {
@@ -45,7 +51,13 @@ int main(int argc, char** argv) {
             nodes = model.graph->size();
             enodes = report.saturation.nodes;
         }
-        std::printf("%-14s %8lld %8zu %12.1f %12.1f %10zu\n", name, static_cast<long long>(config.num_hidden_layers),
-                    nodes, median(build_ms), median(compile_ms), enodes);
+        std::printf("%-14s %8lld %8zu %12.1f %12.1f %10zu\n", name.c_str(),
+                    static_cast<long long>(config.num_hidden_layers), nodes, median(build_ms), median(compile_ms),
+                    enodes);
+        const luminal::io::Json result = {
+            {"path", "ours-compile"}, {"model", name}, {"device", "cpu"}, {"iters", reps},
+            {"compile_ms", median(compile_ms)}, {"compile_ms_samples", compile_ms}, {"build_ms_samples", build_ms},
+            {"graph_nodes", nodes}, {"egraph_nodes", enodes}};
+        std::printf("BENCH_RESULT %s\n", result.dump().c_str());
     }
 }

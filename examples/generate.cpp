@@ -1,7 +1,8 @@
 // Text generation with any bundled family from a Hugging Face model directory
 // (config.json, model.safetensors or its index, tokenizer.json) or a single
 // GGUF file: batched prefill of the prompt, then token-by-token decode through
-// the KV cache, with the text streamed to stdout and the benchmark lines after it:
+// the KV cache, with the text streamed to stdout and the benchmark lines after it
+// (scripts/bench.sh runs it with --prompt-ids, so every engine gets the same ids):
 //   COMPILE: X ms       graph construction + compilation/search (weights not included)
 //   LOAD: X ms          opening the model files and binding the weights to the runtime
 //   Prompt: N tokens
@@ -38,6 +39,7 @@ double median(std::vector<double> v) {
 struct Args {
     std::filesystem::path model;
     std::string prompt = "Explain what a neural network is in a paragraph.";
+    std::vector<std::int32_t> prompt_ids;
     int max_tokens = 32;
     std::size_t search = 1;
     double temperature = 0;
@@ -75,8 +77,12 @@ int run(const Args& args, Runtime runtime) {
 
     const std::vector<luminal::io::ChatMessage> messages{{"user", args.prompt}};
     const std::string text = args.chat ? render_chat(pretrained.chat_family(), messages) : args.prompt;
-    const std::vector<std::int32_t> prompt = tokenizer.encode(text, !args.chat);
+    const std::vector<std::int32_t> prompt =
+        args.prompt_ids.empty() ? tokenizer.encode(text, !args.chat) : args.prompt_ids;
     luminal::check(!prompt.empty(), "generate", "the prompt encodes to no tokens");
+    for (const std::int32_t id : prompt)
+        luminal::check(id >= 0 && id < config.vocab_size, "generate",
+                       "prompt id {} is outside the vocabulary (size {})", id, config.vocab_size);
     const auto vocab = static_cast<std::size_t>(config.vocab_size);
     std::vector<std::int32_t> stops(config.eos_token_ids.begin(), config.eos_token_ids.end());
     if (auto eos = tokenizer.eos_id()) stops.push_back(*eos);
@@ -99,7 +105,7 @@ int run(const Args& args, Runtime runtime) {
         ttft_samples.push_back(ms_since(start));
     }
 
-    std::printf(args.chat ? "> %s\n" : "%s", args.prompt.c_str());
+    std::printf(args.chat ? "> %s\n" : "%s", args.prompt_ids.empty() ? args.prompt.c_str() : "");
     luminal::io::StreamingDecoder stream(tokenizer, true);
     luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed + 1, pickable);
     std::vector<double> tpot_samples;
@@ -133,7 +139,8 @@ int run(const Args& args, Runtime runtime) {
                       ? std::string("float32")
                       : fmt::format("{} weights, float32 compute", luminal::name_of(args.weights))},
         {"prompt_tokens", prompt.size()}, {"iters", args.iters}, {"ttft_ms", ttft},
-        {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"search_iters", args.search},
+        {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"load_ms", load_ms},
+        {"search_iters", args.search},
         {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
         {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}, {"prompt_ids", prompt},
         {"generated_ids", generated_ids}};
@@ -149,7 +156,11 @@ int main(int argc, char** argv) {
     app.add_option("--model", args.model, "Hugging Face model directory or .gguf file")
         ->required()
         ->check(CLI::ExistingPath);
-    app.add_option("--prompt", args.prompt, "prompt text");
+    auto* prompt_text = app.add_option("--prompt", args.prompt, "prompt text");
+    auto* prompt_ids = app.add_option("--prompt-ids", args.prompt_ids,
+                   "prompt as token ids, comma-separated, used as given (benchmarks feed every engine the same ids)")
+        ->delimiter(',')
+        ->excludes(prompt_text);
     app.add_option("--max-tokens", args.max_tokens, "tokens to generate")->check(CLI::PositiveNumber);
     app.add_option("--search", args.search, "candidate programs to profile (1: the cost model decides)")
         ->check(CLI::PositiveNumber);
@@ -158,7 +169,7 @@ int main(int argc, char** argv) {
     app.add_option("--seed", args.seed, "sampling and search seed");
     app.add_option("--iters", args.iters, "prefill repetitions for the TTFT median")->check(CLI::PositiveNumber);
     app.add_option("--context", args.context, "KV cache size in tokens")->check(CLI::PositiveNumber);
-    app.add_flag("--chat", args.chat, "wrap the prompt in the family's chat template");
+    app.add_flag("--chat", args.chat, "wrap the prompt in the family's chat template")->excludes(prompt_ids);
     app.add_flag("--ignore-eos", args.ignore_eos, "keep generating past end-of-sequence tokens");
     app.add_flag("--raw-ids", args.raw_ids,
                  "let the sampler pick ids the tokenizer has no token for (a padded vocabulary; they print nothing)");

@@ -1,0 +1,69 @@
+"""PyTorch (transformers) on the model: eager, or torch.compile of the forward (default
+inductor), on the CPU or a CUDA device. Both use a StaticCache sized for the run, so
+prefill and decode see fixed shapes and torch.compile compiles once per shape; f32
+throughout (a GGUF file is dequantized to f32 by transformers). Reading the picked token
+back (int(argmax)) waits for the device, so every sample ends when its token is known."""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from .measure import arguments, emit, measure, ms_since
+
+
+def main() -> None:
+    args = arguments(__doc__.split("\n")[0])
+    # A fresh inductor cache: torch.compile then compiles from scratch on every run, as ours
+    # does (a warm on-disk cache made its warm-up 2-3x faster from one run to the next here).
+    cache_dir = tempfile.TemporaryDirectory(prefix="luminal-bench-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir.name
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache_dir.name, "triton")
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, StaticCache
+
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    model_path = Path(args.model)
+    if model_path.suffix == ".gguf":
+        model = AutoModelForCausalLM.from_pretrained(model_path.parent, gguf_file=model_path.name,
+                                                     dtype=torch.float32)
+        dtype = "float32 (GGUF dequantized by transformers)"
+    else:
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+        dtype = "float32"
+    device = torch.device(args.device)
+    model.eval().to(device)
+    load_ms = ms_since(start)
+    forward = torch.compile(model.forward) if args.mode == "compile" else model.forward
+    cache = StaticCache(config=model.config, max_cache_len=len(args.prompt_ids) + args.decode_tokens + 8)
+    prompt = torch.tensor([args.prompt_ids], device=device)
+    prompt_positions = torch.arange(len(args.prompt_ids), device=device)
+
+    def prefill(_ids: list[int]) -> int:
+        out = forward(input_ids=prompt, past_key_values=cache, cache_position=prompt_positions, use_cache=True)
+        return int(out.logits[0, -1].argmax())
+
+    def step(token: int, position: int) -> int:
+        out = forward(input_ids=torch.tensor([[token]], device=device), past_key_values=cache,
+                      cache_position=torch.tensor([position], device=device), use_cache=True)
+        return int(out.logits[0, -1].argmax())
+
+    with torch.inference_mode():
+        result = measure(cache.reset, prefill, step, args.prompt_ids, args.iters, args.decode_tokens)
+    suffix = "" if device.type == "cpu" else f"-{device.type}"
+    result.update(path=f"torch-{args.mode}{suffix}", model=model_path.name, device=str(device), dtype=dtype,
+                  load_ms=load_ms,
+                  threads=args.threads, versions={"torch": torch.__version__,
+                                                  "transformers": transformers.__version__})
+    if args.mode == "compile":  # torch.compile compiles (and recompiles) during the warm-up calls
+        result.update(compile_ms=sum(result["ttft_ms_samples"][:args.warmups]) + result.pop("warmup_step_ms"),
+                      compile_note="warm-up prefills + warm-up decode step")
+    emit(result)
+    cache_dir.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+import unittest
+from pathlib import Path
+
+from luminal_bench.paths import PATHS, Job
+from luminal_bench.workers.measure import measure
+
+
+def job(threads):
+    return Job(model_file=Path("m.gguf"), prompt_ids=[1, 2], decode_tokens=4, iters=3, warmups=1, threads=threads,
+               search=1, binaries=Path("build"))
+
+
+class PathsTest(unittest.TestCase):
+    def test_ours_gets_threads_only_when_the_setting_asks(self):
+        self.assertNotIn("--threads", PATHS["ours-cpu"].command(job(None)))
+        command = PATHS["ours-cpu"].command(job(2))
+        self.assertEqual(command[command.index("--threads") + 1], "2")
+
+    def test_ours_generates_the_first_token_a_warmup_step_and_the_timed_steps(self):
+        command = PATHS["ours-cpu"].command(job(None))
+        self.assertEqual(command[command.index("--max-tokens") + 1], "6")
+        self.assertEqual(command[command.index("--prompt-ids") + 1], "1,2")
+
+    def test_peers_are_pinned_to_one_thread_when_the_setting_leaves_threads_alone(self):
+        command = PATHS["torch-eager"].command(job(None))
+        self.assertEqual(command[command.index("--threads") + 1], "1")
+
+    def test_llama_cpp_runs_gguf_files_only(self):
+        folder = Job(**{**vars(job(None)), "model_file": Path("model_dir")})
+        self.assertEqual(PATHS["llama.cpp"].unavailable(folder), "runs GGUF files only")
+
+
+class MeasureTest(unittest.TestCase):
+    def test_the_protocol(self):
+        calls = []
+        result = measure(reset=lambda: calls.append("reset"),
+                         prefill=lambda ids: calls.append(("prefill", tuple(ids))) or 7,
+                         step=lambda token, position: calls.append(("step", token, position)) or token + 1,
+                         prompt_ids=[1, 2, 3], iters=2, decode_tokens=3)
+        self.assertEqual(calls[:4], ["reset", ("prefill", (1, 2, 3)), "reset", ("prefill", (1, 2, 3))])
+        self.assertEqual(calls[4:], [("step", 7, 3), ("step", 8, 4), ("step", 9, 5), ("step", 10, 6)])
+        self.assertEqual(len(result["ttft_ms_samples"]), 2)
+        self.assertEqual(len(result["tpot_ms_samples"]), 3)  # the first step is the warm-up
+        self.assertEqual(result["generated_ids"], [7, 8, 9, 10, 11])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,80 @@
+import re
+import tempfile
+import unittest
+from pathlib import Path
+
+from luminal_bench import report
+from luminal_bench.store import Result, Store
+
+GIT = {"git_commit": "0123456789abcdef", "git_branch": "main", "git_dirty": False, "git_subject": "a change"}
+MACHINE = {"cpu_model": "Test CPU", "cpu_cores": 2, "memory_gib": 8.0, "gpu": None, "os": "Linux",
+           "hostname": "host"}
+
+
+def measured(path, ttft, tpot, ids=(1, 2, 3)):
+    return Result(model="m", model_title="Model M", path=path, setting="prompt 8, decode 2", status="ok",
+                  ttft_ms=ttft, tpot_ms=tpot, throughput_tps=1000 / tpot,
+                  ttft_ms_samples=[ttft * 0.9, ttft, ttft * 1.2],
+                  tpot_ms_samples=[tpot, tpot * 1.1], generated_ids=list(ids), peak_rss_mib=100.0, dtype="float32")
+
+
+class StoreReportTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.store = Store(Path(self.folder.name) / "bench.db")
+
+    def tearDown(self):
+        self.store.close()
+        self.folder.cleanup()
+
+    def add_run(self, ours_ttft):
+        run = self.store.begin_run("default", GIT, MACHINE)
+        self.store.add_result(run, measured("ours-cpu", ours_ttft, 10))
+        self.store.add_result(run, measured("llama.cpp", 50, 5, ids=(1, 2, 4)))
+        self.store.add_result(run, Result(model="m", model_title="Model M", path="torch-eager",
+                                          setting="prompt 8, decode 2", status="failed", error="exit code 1: <oops>"))
+        self.store.add_result(run, Result(model="m", model_title="Model M", path="ours-cuda",
+                                          setting="prompt 8, decode 2", status="skipped", error="no CUDA device"))
+        self.store.finish_run(run)
+        return run
+
+    def test_rows_round_trip_with_their_samples(self):
+        run = self.add_run(100)
+        rows = self.store.results(run)
+        self.assertEqual([r["status"] for r in rows], ["ok", "ok", "failed", "skipped"])
+        self.assertEqual(rows[0]["ttft_ms_samples"], [90.0, 100, 120.0])
+        self.assertEqual(self.store.runs()[0]["cpu_model"], "Test CPU")
+
+    def test_report_is_offline_and_shows_ratios_errors_and_history(self):
+        self.add_run(100)
+        self.add_run(80)
+        html = report.render(self.store)
+        self.assertNotRegex(html, r"(src|href)=['\"]?https?:")
+        self.assertIn("<svg", html)
+        self.assertIn("2.00× best", html)                       # TPOT: 10 / llama.cpp's 5
+        self.assertIn("1.60×", html)                            # TTFT of the latest run: 80 / 50
+        self.assertIn("exit code 1: &lt;oops&gt;", html)         # escaped error text
+        self.assertIn("skipped: no CUDA device", html)
+        self.assertIn("2/3", html)                              # greedy ids agreement with ours
+        self.assertIn("<polyline", html)                        # a history line over the two runs
+        self.assertEqual(len(re.findall("Configuration “default”", html)), 1)  # the latest run only
+
+    def test_markdown_table_of_the_newest_run(self):
+        self.add_run(100)
+        self.store.add_result(self.store.begin_run("default", GIT, MACHINE),
+                              Result(model="m", path="ours-cpu", setting="s", status="failed", error="a | b"))
+        table = report.markdown(self.store, "default")
+        self.assertIn("| m (s) | luminal (CPU) | failed | | | | | a \\| b |", table)
+        self.assertNotIn("llama.cpp", table)  # the older run is not shown
+        self.assertIn("no run", report.markdown(self.store, "gpu"))
+
+    def test_ratios_in_the_markdown_table(self):
+        self.add_run(100)
+        self.assertIn("TTFT 2.00× (llama.cpp), TPOT 2.00× (llama.cpp)", report.markdown(self.store, "default"))
+
+    def test_empty_database_says_what_to_do(self):
+        self.assertIn("scripts/bench.sh", report.render(self.store))
+
+
+if __name__ == "__main__":
+    unittest.main()
