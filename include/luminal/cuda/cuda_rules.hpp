@@ -21,7 +21,7 @@ struct ReduceSpreadOverThreads {
         ClassId children[] = {m.template var<"x">()};
         const ClassId root = m.root(g);
         for (auto strategy : {cuda::ReduceStrategy::WarpPerOutput, cuda::ReduceStrategy::BlockPerOutput}) {
-            cuda::ReduceOp op{Fold, reduce.op.axis, strategy};
+            cuda::ReduceOp op{Fold, reduce.op.axis, strategy, nullptr};
             g.merge(root, add_spec(g, ctx, NodeSpec::backend(op, reduce.views, reduce.shape, reduce.dtype), children));
         }
     }
