@@ -106,7 +106,11 @@ inline Json gguf_post_processor(const GgufMetadata& metadata, std::span<const st
 // character boundaries), best score first; equal scores in token order, as
 // transformers' GGUF converter orders them (llama.cpp takes the leftmost pair
 // there; a SentencePiece vocabulary gives each merged piece its own score).
+// Tokens longer than max_merged_length are no merge target: SentencePiece pieces
+// are at most 16 characters unless trained otherwise, and the bound keeps a
+// hostile file's cost linear in its size.
 inline Json sentencepiece_merges(std::span<const std::string_view> tokens, std::span<const float> scores) {
+    constexpr std::size_t max_merged_length = 1024;
     absl::flat_hash_map<std::string_view, std::int32_t> ids;
     ids.reserve(tokens.size());
     for (std::size_t id = 0; id < tokens.size(); ++id) ids.emplace(tokens[id], static_cast<std::int32_t>(id));
@@ -118,6 +122,7 @@ inline Json sentencepiece_merges(std::span<const std::string_view> tokens, std::
     std::vector<Split> splits;
     for (std::size_t id = 0; id < tokens.size(); ++id) {
         const std::string_view token = tokens[id];
+        if (token.size() > max_merged_length) continue;
         for (std::size_t at = 0; at < token.size();) {
             at += std::min(utf8::char_length(token, at), token.size() - at);
             if (at < token.size() && ids.contains(token.substr(0, at)) && ids.contains(token.substr(at)))
