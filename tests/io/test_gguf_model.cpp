@@ -66,7 +66,7 @@ void check_llama_cpp_ids(const luminal::io::Tokenizer& tokenizer, const Json& ca
 // A metadata-only GGUF file: a Llama config and a 7-token byte-level BPE
 // vocabulary, with `edit` applied to the key/value list first.
 using Value = std::variant<std::uint32_t, float, bool, std::string, std::vector<std::string>, std::vector<std::int32_t>,
-                           std::vector<float>>;
+                           std::vector<float>, std::vector<bool>>;
 using Metadata = std::vector<std::pair<std::string, Value>>;
 
 Metadata llama_metadata() {
@@ -116,6 +116,18 @@ void remove_key(Metadata& metadata, const std::string& key) {
     std::erase_if(metadata, [&](const auto& entry) { return entry.first == key; });
 }
 
+// llama_metadata as a 7-layer gemma3 file with a head size (32) other than hidden / heads.
+Metadata gemma3_metadata() {
+    Metadata metadata = llama_metadata();
+    for (auto& [key, value] : metadata)
+        if (key.starts_with("llama.")) key = "gemma3." + key.substr(6);
+    set(metadata, "general.architecture", std::string("gemma3"));
+    set(metadata, "gemma3.block_count", 7u);
+    set(metadata, "gemma3.attention.key_length", 32u);
+    set(metadata, "gemma3.rope.freq_base", 1e6f);
+    return metadata;
+}
+
 std::string gguf_bytes(const Metadata& metadata) {
     gguf_test::GgufBytes out;
     out.header(0, metadata.size());
@@ -130,6 +142,9 @@ std::string gguf_bytes(const Metadata& metadata) {
                 else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
                     out.key(key, GgufValueType::Array).u32(static_cast<std::uint32_t>(GgufValueType::String)).u64(v.size());
                     for (const auto& s : v) out.str(s);
+                } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
+                    out.key(key, GgufValueType::Array).u32(static_cast<std::uint32_t>(GgufValueType::Bool)).u64(v.size());
+                    for (const bool b : v) out.u8(b ? 1 : 0);
                 } else if constexpr (std::is_same_v<T, std::vector<float>>) {
                     out.key(key, GgufValueType::Array).u32(static_cast<std::uint32_t>(GgufValueType::F32)).u64(v.size());
                     for (const float f : v) out.scalar(f);
@@ -354,4 +369,60 @@ TEST_CASE("gguf model: malformed SentencePiece metadata is an Error naming the k
     set(m, "tokenizer.ggml.scores", std::vector<float>{});
     set(m, "tokenizer.ggml.token_type", std::vector<std::int32_t>{});
     CHECK(contains(tokenizer_error(m), "tokenizer.ggml.tokens is empty"));
+}
+
+TEST_CASE("gguf model: gemma3 metadata read as llama.cpp reads it") {
+    using luminal::io::AttentionKind;
+    const auto kinds = [](const luminal::io::ModelConfig& config) {
+        std::string out;
+        for (const auto& layer : config.layers) out += layer.attention == AttentionKind::Sliding ? 's' : 'F';
+        return out;
+    };
+    Metadata m = gemma3_metadata();
+    const std::string plain = gguf_bytes(m);
+    const auto no_window = luminal::io::gguf_model_config(view_of(plain));
+    CHECK(no_window.family == luminal::io::ModelFamily::Gemma3);
+    CHECK(kinds(no_window) == "FFFFFFF");  // no sliding_window: every layer global
+    CHECK_FALSE(no_window.sliding_window.has_value());
+    CHECK(no_window.layers[0].rope.theta == 1e6);
+    REQUIRE(no_window.gemma.has_value());
+    CHECK(no_window.gemma->query_pre_attn_scalar == 32);  // the head size
+    CHECK_FALSE(no_window.gemma->final_logit_softcapping.has_value());
+
+    set(m, "gemma3.attention.sliding_window", 512u);
+    set(m, "gemma3.rope.scaling.type", std::string("linear"));
+    set(m, "gemma3.rope.scaling.factor", 8.0f);
+    const std::string windowed = gguf_bytes(m);
+    const auto sixth = luminal::io::gguf_model_config(view_of(windowed));
+    CHECK(kinds(sixth) == "sssssFs");  // llama.cpp's default period for gemma3: 6
+    CHECK(sixth.sliding_window == 512);
+    CHECK(sixth.layers[0].rope.theta == 10000.0);  // no rope.freq_base_swa
+    CHECK(sixth.layers[0].rope.type == luminal::io::RopeType::Default);  // scaling is the global layers'
+    CHECK(sixth.layers[5].rope.type == luminal::io::RopeType::Linear);
+    CHECK(sixth.layers[5].rope.theta == 1e6);
+
+    set(m, "gemma3.attention.sliding_window_pattern", 2u);
+    set(m, "gemma3.rope.freq_base_swa", 5e4f);
+    set(m, "gemma3.final_logit_softcapping", 30.0f);
+    const std::string period = gguf_bytes(m);
+    const auto alternating = luminal::io::gguf_model_config(view_of(period));
+    CHECK(kinds(alternating) == "sFsFsFs");
+    CHECK(alternating.layers[0].rope.theta == 5e4);
+    CHECK(alternating.gemma->final_logit_softcapping == 30.0);
+
+    set(m, "gemma3.attention.sliding_window_pattern", std::vector<bool>{true, false, false, true, true, false, true});
+    const std::string flags = gguf_bytes(m);
+    CHECK(kinds(luminal::io::gguf_model_config(view_of(flags))) == "sFFssFs");
+
+    set(m, "gemma3.attention.sliding_window_pattern", std::vector<bool>{true, false});
+    CHECK(contains(config_error(m), "gemma3.attention.sliding_window_pattern has 2 entries for 7 layers"));
+
+    m = gemma3_metadata();
+    set(m, "gemma3.block_count", 62u);  // the 27B: query_pre_attn_scalar = hidden / heads
+    const std::string large = gguf_bytes(m);
+    CHECK(luminal::io::gguf_model_config(view_of(large)).gemma->query_pre_attn_scalar == 16);
+
+    m = gemma3_metadata();
+    set(m, "gemma3.final_logit_softcapping", -1.0f);
+    CHECK(contains(config_error(m), "gemma3.final_logit_softcapping must be a non-negative number, got -1"));
 }

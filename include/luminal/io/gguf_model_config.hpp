@@ -13,6 +13,7 @@
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/model_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -38,7 +39,6 @@ inline void gemma3_layers(const GgufMetadata& metadata, const LayerConfig& globa
     const std::int64_t window = metadata.contains(window_key) ? metadata.get_integer<std::int64_t>(window_key) : 0;
     check(window >= 0, where.c_str(), "{} must not be negative, got {}", window_key, window);
     if (window > 0) {
-        config.sliding_window = window;
         const GgufValue* pattern = metadata.find(pattern_key);
         if (pattern != nullptr && pattern->get_if<GgufArray>() != nullptr) {
             const auto& flags = metadata.get_array<bool>(pattern_key);
@@ -59,6 +59,7 @@ inline void gemma3_layers(const GgufMetadata& metadata, const LayerConfig& globa
                                                                      : 10000.0;
     config.layers.clear();
     for (std::size_t i = 0; i < layers; ++i) config.layers.push_back(sliding[i] ? local : global);
+    if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) config.sliding_window = window;
 
     GemmaConfig gemma;
     gemma.query_pre_attn_scalar = config.num_hidden_layers == 62

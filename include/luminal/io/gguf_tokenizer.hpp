@@ -4,7 +4,7 @@
 // .gguf file is a complete model. Supported: the byte-level BPE that GGUF calls
 // "gpt2" (GPT-2, SmolLM, Llama 3, Qwen 2/3), with the pre-tokenizer named by
 // tokenizer.ggml.pre, and the SentencePiece BPE it calls "llama" (Llama 2,
-// Mistral, Gemma), whose merges follow from tokenizer.ggml.scores. Control,
+// Gemma), whose merges follow from tokenizer.ggml.scores. Control,
 // user-defined and unknown tokens become added tokens, so they are matched in
 // the text as llama.cpp matches them.
 #include "luminal/core/error.hpp"
