@@ -23,10 +23,10 @@ Each case writes tests/data/gguf_arch/<name>/ (committed: CI never runs Python):
   tokenizer_cases.json   (SentencePiece cases) {"model", "cases": [{"text", "ids", "decoded"}]}:
                          "ids" are llama.cpp's tokenize(text, add_bos=True, special=True),
                          "decoded" its llama_detokenize(ids without the BOS, remove_special
-                         false, unparse_special true). The
-                         script also encodes every text with transformers' GGUF tokenizer
-                         loader and with the sentencepiece model itself, and prints where
-                         they differ from llama.cpp (KNOWN_TOKENIZER_DIVERGENCES says why).
+                         false, unparse_special true). The script also encodes every text
+                         with transformers' GGUF tokenizer loader and with the sentencepiece
+                         model itself, and prints where they differ from llama.cpp
+                         (KNOWN_TOKENIZER_DIVERGENCES says why).
 Where transformers' own GGUF loader reads a file (qwen2), it must give the same logits: a check
 that the file is laid out as llama.cpp's converter lays it out.
 Cases:
@@ -70,7 +70,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from gguf import GGMLQuantizationType as Q
 from gguf import GGUFWriter, LlamaFileType, TokenType
 from sentencepiece import SentencePieceProcessor, SentencePieceTrainer
 from safetensors.torch import save_file
