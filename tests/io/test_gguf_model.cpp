@@ -322,6 +322,14 @@ TEST_CASE("gguf model: a SentencePiece ('llama') vocabulary merges by score, fal
     const luminal::io::Tokenizer gemma_like = luminal::io::gguf_tokenizer(view_of(unprefixed));
     CHECK(gemma_like.encode("ab c") == std::vector<std::int32_t>{6, 3, 8});
     CHECK(gemma_like.decode(std::vector<std::int32_t>{3, 6}) == " ab");
+
+    // EOS (llama.cpp's default id 2) when asked; without a byte token, the unknown token.
+    set(metadata, "tokenizer.ggml.add_eos_token", true);
+    set(metadata, "tokenizer.ggml.token_type", std::vector<std::int32_t>{2, 3, 3, 1, 1, 1, 1, 1, 1});
+    set(metadata, "tokenizer.ggml.tokens", std::vector<std::string>{"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b",
+                                                                    "ab", "\xE2\x96\x81" "a", "d"});
+    const std::string framed = gguf_bytes(metadata);
+    CHECK(luminal::io::gguf_tokenizer(view_of(framed)).encode("ab c") == std::vector<std::int32_t>{6, 3, 0, 2});
 }
 
 TEST_CASE("gguf model: SentencePiece tokenizers (gemma3, llama2 fixtures) give llama.cpp's ids and text") {
