@@ -18,9 +18,12 @@
 #include <luminal/io/gguf_tokenizer.hpp>
 #include <luminal/io/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -62,7 +65,8 @@ void check_llama_cpp_ids(const luminal::io::Tokenizer& tokenizer, const Json& ca
 
 // A metadata-only GGUF file: a Llama config and a 7-token byte-level BPE
 // vocabulary, with `edit` applied to the key/value list first.
-using Value = std::variant<std::uint32_t, float, bool, std::string, std::vector<std::string>, std::vector<std::int32_t>>;
+using Value = std::variant<std::uint32_t, float, bool, std::string, std::vector<std::string>, std::vector<std::int32_t>,
+                           std::vector<float>, std::vector<bool>>;
 using Metadata = std::vector<std::pair<std::string, Value>>;
 
 Metadata llama_metadata() {
@@ -82,6 +86,23 @@ Metadata llama_metadata() {
             {"tokenizer.ggml.bos_token_id", 0u}};
 }
 
+// A SentencePiece ("llama") vocabulary small enough to follow by hand:
+// "ab" and "▁a" are both tokens, "▁a" scores better; 'c' has only its byte token.
+Metadata sentencepiece_metadata() {
+    Metadata metadata = llama_metadata();
+    const std::string space = "\xE2\x96\x81";  // U+2581
+    metadata.erase(std::remove_if(metadata.begin(), metadata.end(),
+                                  [](const auto& entry) { return entry.first.starts_with("tokenizer."); }),
+                   metadata.end());
+    metadata.insert(metadata.end(),
+                    {{"tokenizer.ggml.model", std::string("llama")},
+                     {"tokenizer.ggml.tokens", std::vector<std::string>{"<unk>", "<s>", "</s>", space, "a", "b", "ab",
+                                                                        space + "a", "<0x63>"}},
+                     {"tokenizer.ggml.scores", std::vector<float>{0, 0, 0, -10, -20, -30, -2, -1, 0}},
+                     {"tokenizer.ggml.token_type", std::vector<std::int32_t>{2, 3, 3, 1, 1, 1, 1, 1, 6}}});
+    return metadata;
+}
+
 void set(Metadata& metadata, const std::string& key, Value value) {
     for (auto& [name, existing] : metadata)
         if (name == key) {
@@ -93,6 +114,18 @@ void set(Metadata& metadata, const std::string& key, Value value) {
 
 void remove_key(Metadata& metadata, const std::string& key) {
     std::erase_if(metadata, [&](const auto& entry) { return entry.first == key; });
+}
+
+// llama_metadata as a 7-layer gemma3 file with a head size (32) other than hidden / heads.
+Metadata gemma3_metadata() {
+    Metadata metadata = llama_metadata();
+    for (auto& [key, value] : metadata)
+        if (key.starts_with("llama.")) key = "gemma3." + key.substr(6);
+    set(metadata, "general.architecture", std::string("gemma3"));
+    set(metadata, "gemma3.block_count", 7u);
+    set(metadata, "gemma3.attention.key_length", 32u);
+    set(metadata, "gemma3.rope.freq_base", 1e6f);
+    return metadata;
 }
 
 std::string gguf_bytes(const Metadata& metadata) {
@@ -109,6 +142,12 @@ std::string gguf_bytes(const Metadata& metadata) {
                 else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
                     out.key(key, GgufValueType::Array).u32(static_cast<std::uint32_t>(GgufValueType::String)).u64(v.size());
                     for (const auto& s : v) out.str(s);
+                } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
+                    out.key(key, GgufValueType::Array).u32(static_cast<std::uint32_t>(GgufValueType::Bool)).u64(v.size());
+                    for (const bool b : v) out.u8(b ? 1 : 0);
+                } else if constexpr (std::is_same_v<T, std::vector<float>>) {
+                    out.key(key, GgufValueType::Array).u32(static_cast<std::uint32_t>(GgufValueType::F32)).u64(v.size());
+                    for (const float f : v) out.scalar(f);
                 } else {
                     out.key(key, GgufValueType::Array).u32(static_cast<std::uint32_t>(GgufValueType::I32)).u64(v.size());
                     for (const auto i : v) out.scalar(i);
@@ -199,9 +238,9 @@ TEST_CASE("gguf model: a hand-built Llama: defaults and the BOS the metadata ask
 
 TEST_CASE("gguf model: config metadata luminal cannot run is an Error naming the key") {
     Metadata m = llama_metadata();
-    set(m, "general.architecture", std::string("gemma3"));
-    CHECK(contains(config_error(m), "general.architecture 'gemma3' is not supported (luminal runs GGUF files of "
-                                    "architectures llama, qwen2, qwen3, qwen3moe)"));
+    set(m, "general.architecture", std::string("phi3"));
+    CHECK(contains(config_error(m), "general.architecture 'phi3' is not supported (luminal runs GGUF files of "
+                                    "architectures llama, qwen2, qwen3, qwen3moe, gemma3)"));
 
     m = llama_metadata();
     remove_key(m, "llama.embedding_length");
@@ -230,8 +269,13 @@ TEST_CASE("gguf model: config metadata luminal cannot run is an Error naming the
 
 TEST_CASE("gguf model: tokenizer metadata luminal cannot run is an Error naming the key") {
     Metadata m = llama_metadata();
-    set(m, "tokenizer.ggml.model", std::string("llama"));
-    CHECK(contains(tokenizer_error(m), "tokenizer.ggml.model 'llama' is not supported"));
+    set(m, "tokenizer.ggml.model", std::string("bert"));
+    CHECK(contains(tokenizer_error(m), "tokenizer.ggml.model 'bert' is not supported (luminal reads 'gpt2', "
+                                       "byte-level BPE, and 'llama', SentencePiece BPE)"));
+
+    m = llama_metadata();
+    remove_key(m, "tokenizer.ggml.tokens");
+    CHECK(contains(tokenizer_error(m), "no metadata key 'tokenizer.ggml.tokens'"));
 
     m = llama_metadata();
     set(m, "tokenizer.ggml.pre", std::string("deepseek-coder"));
@@ -258,4 +302,135 @@ TEST_CASE("gguf model: tokenizer metadata luminal cannot run is an Error naming 
     set(m, "tokenizer.ggml.bos_token_id", 7u);
     set(m, "tokenizer.ggml.add_bos_token", true);
     CHECK(contains(tokenizer_error(m), "'tokenizer.ggml.bos_token_id' = 7 is outside the vocabulary of 7 tokens"));
+}
+
+TEST_CASE("gguf model: a SentencePiece ('llama') vocabulary merges by score, falls back to bytes, frames with BOS") {
+    Metadata metadata = sentencepiece_metadata();
+    const std::string bytes = gguf_bytes(metadata);
+    const luminal::io::Tokenizer tokenizer = luminal::io::gguf_tokenizer(view_of(bytes));
+    // "ab c" -> "▁ab▁c": "▁a" (score -1) merges before "ab" (-2); 'c' is its byte token;
+    // llama.cpp adds BOS (id 1) when the file does not say.
+    CHECK(tokenizer.encode("ab c") == std::vector<std::int32_t>{1, 7, 5, 3, 8});
+    CHECK(tokenizer.encode("ab c", false) == std::vector<std::int32_t>{7, 5, 3, 8});
+    CHECK(tokenizer.decode(std::vector<std::int32_t>{7, 5, 3, 8}) == "ab c");
+    CHECK(tokenizer.encode("<s>ab", false) == std::vector<std::int32_t>{1, 7, 5});
+
+    // Without the space prefix (Gemma) "ab" is one token; no BOS when the file says so.
+    set(metadata, "tokenizer.ggml.add_space_prefix", false);
+    set(metadata, "tokenizer.ggml.add_bos_token", false);
+    const std::string unprefixed = gguf_bytes(metadata);
+    const luminal::io::Tokenizer gemma_like = luminal::io::gguf_tokenizer(view_of(unprefixed));
+    CHECK(gemma_like.encode("ab c") == std::vector<std::int32_t>{6, 3, 8});
+    CHECK(gemma_like.decode(std::vector<std::int32_t>{3, 6}) == " ab");
+
+    // EOS (llama.cpp's default id 2) when asked; without a byte token, the unknown token.
+    set(metadata, "tokenizer.ggml.add_eos_token", true);
+    set(metadata, "tokenizer.ggml.token_type", std::vector<std::int32_t>{2, 3, 3, 1, 1, 1, 1, 1, 1});
+    set(metadata, "tokenizer.ggml.tokens", std::vector<std::string>{"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b",
+                                                                    "ab", "\xE2\x96\x81" "a", "d"});
+    const std::string framed = gguf_bytes(metadata);
+    CHECK(luminal::io::gguf_tokenizer(view_of(framed)).encode("ab c") == std::vector<std::int32_t>{6, 3, 0, 2});
+}
+
+TEST_CASE("gguf model: SentencePiece tokenizers (gemma3, llama2 fixtures) give llama.cpp's ids and text") {
+    const fs::path arch = fs::path(LUMINAL_TEST_DATA_DIR) / "gguf_arch";
+    for (const char* name : {"gemma3", "llama2"}) {
+        CAPTURE(name);
+        const GgufFile file = GgufFile::open(arch / name / "model.gguf");
+        const luminal::io::Tokenizer tokenizer = luminal::io::gguf_tokenizer(file.view());
+        CHECK(tokenizer.vocab_size() == 512);
+        const Json cases = read_json(arch / name / "tokenizer_cases.json");
+        REQUIRE(cases.at("cases").size() > 100);
+        for (const Json& item : cases.at("cases")) {
+            const auto text = item.at("text").get<std::string>();
+            CAPTURE(text);
+            const auto ids = item.at("ids").get<std::vector<std::int32_t>>();
+            CHECK(tokenizer.encode(text) == ids);
+            CHECK(tokenizer.decode(std::span(ids).subspan(1)) == item.at("decoded").get<std::string>());
+        }
+    }
+}
+
+TEST_CASE("gguf model: malformed SentencePiece metadata is an Error naming the key") {
+    Metadata m = sentencepiece_metadata();
+    remove_key(m, "tokenizer.ggml.scores");
+    CHECK(contains(tokenizer_error(m), "tokenizer.ggml.model 'llama' needs tokenizer.ggml.scores"));
+
+    m = sentencepiece_metadata();
+    set(m, "tokenizer.ggml.scores", std::vector<float>{0, 0, 0});
+    CHECK(contains(tokenizer_error(m), "tokenizer.ggml.scores has 3 entries for 9 tokens"));
+
+    m = sentencepiece_metadata();
+    set(m, "tokenizer.ggml.scores", std::vector<float>{0, 0, 0, -10, -20, -30, std::nanf(""), -1, 0});
+    CHECK(contains(tokenizer_error(m), "tokenizer.ggml.scores[6] is NaN"));
+
+    m = sentencepiece_metadata();
+    set(m, "tokenizer.ggml.scores", std::vector<std::int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0});
+    CHECK(contains(tokenizer_error(m), "metadata key 'tokenizer.ggml.scores' is array of i32, expected array of f32"));
+
+    m = sentencepiece_metadata();
+    set(m, "tokenizer.ggml.unknown_token_id", 9u);
+    CHECK(contains(tokenizer_error(m), "'tokenizer.ggml.unknown_token_id' = 9 is outside the vocabulary of 9 tokens"));
+
+    m = sentencepiece_metadata();
+    set(m, "tokenizer.ggml.tokens", std::vector<std::string>{});
+    set(m, "tokenizer.ggml.scores", std::vector<float>{});
+    set(m, "tokenizer.ggml.token_type", std::vector<std::int32_t>{});
+    CHECK(contains(tokenizer_error(m), "tokenizer.ggml.tokens is empty"));
+}
+
+TEST_CASE("gguf model: gemma3 metadata read as llama.cpp reads it") {
+    using luminal::io::AttentionKind;
+    const auto kinds = [](const luminal::io::ModelConfig& config) {
+        std::string out;
+        for (const auto& layer : config.layers) out += layer.attention == AttentionKind::Sliding ? 's' : 'F';
+        return out;
+    };
+    Metadata m = gemma3_metadata();
+    const std::string plain = gguf_bytes(m);
+    const auto no_window = luminal::io::gguf_model_config(view_of(plain));
+    CHECK(no_window.family == luminal::io::ModelFamily::Gemma3);
+    CHECK(kinds(no_window) == "FFFFFFF");  // no sliding_window: every layer global
+    CHECK_FALSE(no_window.sliding_window.has_value());
+    CHECK(no_window.layers[0].rope.theta == 1e6);
+    REQUIRE(no_window.gemma.has_value());
+    CHECK(no_window.gemma->query_pre_attn_scalar == 32);  // the head size
+    CHECK_FALSE(no_window.gemma->final_logit_softcapping.has_value());
+
+    set(m, "gemma3.attention.sliding_window", 512u);
+    set(m, "gemma3.rope.scaling.type", std::string("linear"));
+    set(m, "gemma3.rope.scaling.factor", 8.0f);
+    const std::string windowed = gguf_bytes(m);
+    const auto sixth = luminal::io::gguf_model_config(view_of(windowed));
+    CHECK(kinds(sixth) == "sssssFs");  // llama.cpp's default period for gemma3: 6
+    CHECK(sixth.sliding_window == 512);
+    CHECK(sixth.layers[0].rope.theta == 10000.0);  // no rope.freq_base_swa
+    CHECK(sixth.layers[0].rope.type == luminal::io::RopeType::Default);  // scaling is the global layers'
+    CHECK(sixth.layers[5].rope.type == luminal::io::RopeType::Linear);
+    CHECK(sixth.layers[5].rope.theta == 1e6);
+
+    set(m, "gemma3.attention.sliding_window_pattern", 2u);
+    set(m, "gemma3.rope.freq_base_swa", 5e4f);
+    set(m, "gemma3.final_logit_softcapping", 30.0f);
+    const std::string period = gguf_bytes(m);
+    const auto alternating = luminal::io::gguf_model_config(view_of(period));
+    CHECK(kinds(alternating) == "sFsFsFs");
+    CHECK(alternating.layers[0].rope.theta == 5e4);
+    CHECK(alternating.gemma->final_logit_softcapping == 30.0);
+
+    set(m, "gemma3.attention.sliding_window_pattern", std::vector<bool>{true, false, false, true, true, false, true});
+    const std::string flags = gguf_bytes(m);
+    CHECK(kinds(luminal::io::gguf_model_config(view_of(flags))) == "sFFssFs");
+
+    set(m, "gemma3.attention.sliding_window_pattern", std::vector<bool>{true, false});
+    CHECK(contains(config_error(m), "gemma3.attention.sliding_window_pattern has 2 entries for 7 layers"));
+
+    m = gemma3_metadata();
+    set(m, "gemma3.block_count", 62u);  // the 27B: query_pre_attn_scalar = hidden / heads
+    const std::string large = gguf_bytes(m);
+    CHECK(luminal::io::gguf_model_config(view_of(large)).gemma->query_pre_attn_scalar == 16);
+
+    m = gemma3_metadata();
+    set(m, "gemma3.final_logit_softcapping", -1.0f);
+    CHECK(contains(config_error(m), "gemma3.final_logit_softcapping must be a non-negative number, got -1"));
 }

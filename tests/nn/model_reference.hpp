@@ -76,13 +76,14 @@ std::vector<std::int32_t> check_against_reference(const luminal::io::ModelConfig
 }
 
 // A Hugging Face directory or .gguf file opened as a user would (PretrainedModel),
-// against the reference.safetensors beside it (or `reference_file`).
-inline void check_pretrained(const std::filesystem::path& path, std::filesystem::path reference_file = {}) {
+// against the reference.safetensors beside it (or `reference_file`). Returns the ids picked.
+inline std::vector<std::int32_t> check_pretrained(const std::filesystem::path& path,
+                                                  std::filesystem::path reference_file = {}) {
     CAPTURE(path.string());
     if (reference_file.empty())
         reference_file = (std::filesystem::is_directory(path) ? path : path.parent_path()) / "reference.safetensors";
     const auto pretrained = luminal::nn::PretrainedModel::open(path);
-    check_against_reference(
+    return check_against_reference(
         pretrained.config(), [&](auto& session) { session.load_weights(pretrained); }, reference_file);
 }
 

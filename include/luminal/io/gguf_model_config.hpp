@@ -3,28 +3,87 @@
 // llama.cpp's converter writes them. Supported architectures: llama (Llama 1-3
 // and Llama-shaped models such as SmolLM2; Llama 3.1's RoPE scaling comes as
 // the per-pair frequency divisors of tensor rope_freqs.weight), qwen2 (run as a
-// Llama with q/k/v biases), qwen3 and qwen3moe (which layers route follows from
+// Llama with q/k/v biases), qwen3, qwen3moe (which layers route follows from
 // which hold a router, ffn_gate_inp; like llama.cpp, the top-k weights are
-// renormalised, as every Qwen3-MoE config asks).
+// renormalised, as every Qwen3-MoE config asks) and gemma3 (what the file does
+// not say, llama.cpp fixes: see gemma3_layers).
 // Whether the LM head is tied and whether attention has biases follow from
 // which tensors the file holds.
 #include "luminal/core/error.hpp"
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/model_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace luminal::io {
+
+namespace detail {
+
+// Gemma 3 as llama.cpp runs it (its gemma3 model): with a sliding window, every
+// layer slides but each sixth (attention.sliding_window_pattern, a period or a
+// per-layer bool array, overrides that), sliding layers rotate with base
+// rope.freq_base_swa (10000 when absent) and no scaling; scores scale by
+// 1/sqrt(head size), except for the 62-layer 27B model, whose
+// query_pre_attn_scalar is hidden / heads. Final logits are softcapped when
+// final_logit_softcapping is set.
+inline void gemma3_layers(const GgufMetadata& metadata, const LayerConfig& global, ModelConfig& config) {
+    const std::string& where = metadata.file();
+    const std::string window_key = "gemma3.attention.sliding_window";
+    const std::string pattern_key = "gemma3.attention.sliding_window_pattern";
+    const auto layers = static_cast<std::size_t>(config.num_hidden_layers);
+    std::vector<bool> sliding(layers, false);
+    const std::int64_t window = metadata.contains(window_key) ? metadata.get_integer<std::int64_t>(window_key) : 0;
+    check(window >= 0, where.c_str(), "{} must not be negative, got {}", window_key, window);
+    if (window > 0) {
+        const GgufValue* pattern = metadata.find(pattern_key);
+        if (pattern != nullptr && pattern->get_if<GgufArray>() != nullptr) {
+            const auto& flags = metadata.get_array<bool>(pattern_key);
+            check(flags.size() == layers, where.c_str(), "{} has {} entries for {} layers", pattern_key,
+                  flags.size(), layers);
+            sliding.assign(flags.begin(), flags.end());
+        } else {
+            const std::int64_t period = pattern ? metadata.get_integer<std::int64_t>(pattern_key) : 6;
+            check(period >= 0, where.c_str(), "{} must not be negative, got {}", pattern_key, period);
+            for (std::size_t i = 0; i < layers; ++i)
+                sliding[i] = period == 0 || static_cast<std::int64_t>(i) % period < period - 1;
+        }
+    }
+    LayerConfig local = global;
+    local.attention = AttentionKind::Sliding;
+    local.rope = RopeConfig{};
+    local.rope.theta = metadata.contains("gemma3.rope.freq_base_swa") ? metadata.get_real("gemma3.rope.freq_base_swa")
+                                                                     : 10000.0;
+    config.layers.clear();
+    for (std::size_t i = 0; i < layers; ++i) config.layers.push_back(sliding[i] ? local : global);
+    if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) config.sliding_window = window;
+
+    GemmaConfig gemma;
+    gemma.query_pre_attn_scalar = config.num_hidden_layers == 62
+                                      ? static_cast<double>(config.hidden_size / config.num_attention_heads)
+                                      : static_cast<double>(global.head_dim);
+    if (metadata.contains("gemma3.final_logit_softcapping")) {
+        const double cap = metadata.get_real("gemma3.final_logit_softcapping");
+        check(cap >= 0 && std::isfinite(cap), where.c_str(), "gemma3.final_logit_softcapping must be a non-negative "
+              "number, got {}", cap);
+        if (cap > 0) gemma.final_logit_softcapping = cap;
+    }
+    config.gemma = gemma;
+}
+
+}  // namespace detail
 
 inline ModelConfig gguf_model_config(const GgufView& file) {
     const GgufMetadata& metadata = file.metadata();
     const std::string& where = metadata.file();
     const std::string architecture(metadata.get_string("general.architecture"));
-    check(architecture == "llama" || architecture == "qwen2" || architecture == "qwen3" || architecture == "qwen3moe",
+    check(architecture == "llama" || architecture == "qwen2" || architecture == "qwen3" || architecture == "qwen3moe" ||
+              architecture == "gemma3",
           where.c_str(), "general.architecture '{}' is not supported (luminal runs GGUF files of architectures llama, "
-          "qwen2, qwen3, qwen3moe)", architecture);
+          "qwen2, qwen3, qwen3moe, gemma3)", architecture);
     const auto key = [&](const char* name) { return architecture + "." + name; };
     const auto size = [&](const char* name) {
         const auto value = metadata.get_integer<std::int64_t>(key(name));
@@ -34,6 +93,7 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
     ModelConfig config;
     config.family = architecture == "qwen3"      ? ModelFamily::Qwen3
                     : architecture == "qwen3moe" ? ModelFamily::Qwen3Moe
+                    : architecture == "gemma3"   ? ModelFamily::Gemma3
                                                  : ModelFamily::Llama;
     config.qk_norm = config.family != ModelFamily::Llama;
     config.model_type = architecture;
@@ -48,7 +108,7 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
     config.rms_norm_eps = metadata.get_real(key("attention.layer_norm_rms_epsilon"));
     check(config.rms_norm_eps > 0, where.c_str(), "{} must be positive, got {}",
           key("attention.layer_norm_rms_epsilon"), config.rms_norm_eps);
-    config.hidden_act = "silu";
+    config.hidden_act = config.family == ModelFamily::Gemma3 ? "gelu_pytorch_tanh" : "silu";
     config.vocab_size = metadata.contains(key("vocab_size"))
                             ? size("vocab_size")
                             : static_cast<std::int64_t>(metadata.get<GgufArray>("tokenizer.ggml.tokens").size());
@@ -102,6 +162,7 @@ inline ModelConfig gguf_model_config(const GgufView& file) {
               layer.rope.frequency_factors.size(), layer.head_dim);
     }
     config.layers.assign(static_cast<std::size_t>(config.num_hidden_layers), layer);
+    if (config.family == ModelFamily::Gemma3) detail::gemma3_layers(metadata, layer, config);
     if (config.family == ModelFamily::Qwen3Moe) {
         MoeConfig experts;
         experts.num_experts = size("expert_count");

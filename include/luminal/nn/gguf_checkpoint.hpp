@@ -1,11 +1,14 @@
 #pragma once
-// A GGUF file (architectures llama, qwen2, qwen3, qwen3moe) seen as a Hugging Face checkpoint:
-// llama.cpp's tensor names mapped back to transformers' (blk.3.attn_q.weight ->
-// model.layers.3.self_attn.q_proj.weight), quantized tensors dequantized to
-// f32, and for llama the rows of the Q and K projections put back in Hugging
-// Face order. rope_freqs.weight is not a weight: the config holds it. A MoE
-// layer's stacked experts (ffn_gate_exps [experts, out, in]) are seen as one
-// tensor per expert, as transformers names them (mlp.experts.3.gate_proj.weight).
+// A GGUF file (architectures llama, qwen2, qwen3, qwen3moe, gemma3) seen as a Hugging Face
+// checkpoint: llama.cpp's tensor names mapped back to transformers'
+// (blk.3.attn_q.weight -> model.layers.3.self_attn.q_proj.weight), quantized
+// tensors dequantized to f32, and for llama the rows of the Q and K projections
+// put back in Hugging Face order. rope_freqs.weight is not a weight: the config
+// holds it. A MoE layer's stacked experts (ffn_gate_exps [experts, out, in]) are
+// seen as one tensor per expert, as transformers names them
+// (mlp.experts.3.gate_proj.weight). Gemma 3's converter stores every RMSNorm
+// weight as 1 + w (llama.cpp's norm scales by the weight itself, transformers'
+// Gemma3RMSNorm by 1 + w), so 1 is taken off again.
 //
 // Why the reordering: transformers rotates the two halves of each head
 // (dimension j with j + d/2), llama.cpp rotates neighbouring pairs (2j with
@@ -37,7 +40,7 @@ public:
     GgufCheckpoint(const io::GgufFile& file, const io::ModelConfig& config) : file_(file) {
         for (const io::GgufTensor& tensor : file.tensors()) {
             if (tensor.name == "rope_freqs.weight") continue;  // read into the config's RoPE
-            Entry entry{&tensor, 0, 0};
+            Entry entry{&tensor, 0, 0, 0.0f};
             const std::string name = hf_name(tensor.name, config, entry);
             const auto expert_at = name.find(expert_placeholder);
             if (expert_at == std::string::npos) {
@@ -49,7 +52,7 @@ public:
             for (std::int64_t e = 0; e < tensor.dims.back(); ++e) {
                 std::string expert_name = name;
                 expert_name.replace(expert_at, expert_placeholder.size(), std::to_string(e));
-                add(expert_name, {&expert_slice(tensor, e), 0, 0});
+                add(expert_name, {&expert_slice(tensor, e), 0, 0, 0.0f});
             }
         }
     }
@@ -65,10 +68,10 @@ public:
         if (it == entries_.end()) return std::nullopt;
         return it->second.tensor->shape();
     }
-    // Stored bytes serve only tensors kept as they are: unquantized and not reordered.
+    // Stored bytes serve only tensors kept as they are: unquantized, not reordered, not shifted.
     std::optional<std::span<const std::byte>> bytes_as(std::string_view name, DType dtype) const {
         const Entry& entry = at(name);
-        if (entry.heads != 0) return std::nullopt;
+        if (entry.heads != 0 || entry.shift != 0.0f) return std::nullopt;
         const io::GgufType type = entry.tensor->type;
         const bool same = (type == io::GgufType::F32 && dtype == DType::F32) ||
                           (type == io::GgufType::F16 && dtype == DType::F16) ||
@@ -79,6 +82,7 @@ public:
     std::vector<float> values(std::string_view name) const {
         const Entry& entry = at(name);
         std::vector<float> stored = io::dequantize(*entry.tensor);
+        for (float& v : stored) v -= entry.shift;
         if (entry.heads == 0) return stored;
         return unpermute_rows(stored, entry, name);
     }
@@ -88,6 +92,7 @@ private:
         const io::GgufTensor* tensor;
         std::int64_t heads;     // nonzero: Q/K rows to reorder, per head of `head_dim` rows
         std::int64_t head_dim;
+        float shift;            // subtracted from every value (Gemma 3's norms)
     };
 
     static constexpr std::string_view expert_placeholder = "{expert}";
@@ -124,6 +129,8 @@ private:
     // The Hugging Face name of a GGUF tensor; names it does not know pass
     // through, so binding reports them as unused.
     static std::string hf_name(std::string_view gguf, const io::ModelConfig& config, Entry& entry) {
+        const bool gemma3 = config.model_type == "gemma3";
+        if (gemma3 && gguf.ends_with("norm.weight")) entry.shift = 1.0f;
         if (gguf == "token_embd.weight") return "model.embed_tokens.weight";
         if (gguf == "output_norm.weight") return "model.norm.weight";
         if (gguf == "output.weight") return "lm_head.weight";
@@ -151,11 +158,18 @@ private:
             {"ffn_gate_exps", "mlp.experts.{expert}.gate_proj"},
             {"ffn_up_exps", "mlp.experts.{expert}.up_proj"},
             {"ffn_down_exps", "mlp.experts.{expert}.down_proj"}};
+        // Gemma 3's four norms per layer: ffn_norm is the one before the MLP.
+        static const std::map<std::string_view, std::string_view, std::less<>> gemma3_norms = {
+            {"ffn_norm", "pre_feedforward_layernorm"},
+            {"post_attention_norm", "post_attention_layernorm"},
+            {"post_ffw_norm", "post_feedforward_layernorm"}};
+        if (const auto norm = gemma3_norms.find(part); gemma3 && norm != gemma3_norms.end())
+            return prefix + std::string(norm->second) + std::string(suffix);
         const auto module = modules.find(part);
         if (module == modules.end()) return std::string(gguf);
         const bool interleaved = config.model_type == "llama";
-        if (interleaved && part == "attn_q") entry = {entry.tensor, config.num_attention_heads, shape.head_dim};
-        if (interleaved && part == "attn_k") entry = {entry.tensor, shape.num_key_value_heads, shape.head_dim};
+        if (interleaved && part == "attn_q") entry = {entry.tensor, config.num_attention_heads, shape.head_dim, 0.0f};
+        if (interleaved && part == "attn_k") entry = {entry.tensor, shape.num_key_value_heads, shape.head_dim, 0.0f};
         return prefix + std::string(module->second) + std::string(suffix);
     }
 
