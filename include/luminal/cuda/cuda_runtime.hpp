@@ -219,14 +219,7 @@ private:
     }
 
     std::optional<std::uint32_t> same_input(const NodeSpec& input) const {
-        if (input.kind != symbol_of(OpKind::Input)) return std::nullopt;
-        for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
-            const NodeSpec& s = nodes_[i].spec;
-            if (s.kind == input.kind && s.hlir == input.hlir && s.dtype == input.dtype && s.shape == input.shape &&
-                inputs_[i].has_value())
-                return i;
-        }
-        return std::nullopt;
+        return bound_input_like(nodes_, input, [&](std::uint32_t i) { return inputs_[i].has_value(); });
     }
 
     bool in_arena(std::uint32_t id) const {

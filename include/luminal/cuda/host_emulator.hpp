@@ -153,14 +153,7 @@ private:
     }
 
     std::optional<std::uint32_t> same_input(const NodeSpec& input) const {
-        if (input.kind != symbol_of(OpKind::Input)) return std::nullopt;
-        for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
-            const NodeSpec& s = nodes_[i].spec;
-            if (s.kind == input.kind && s.hlir == input.hlir && s.dtype == input.dtype && s.shape == input.shape &&
-                buffers_[i].has_value())
-                return i;
-        }
-        return std::nullopt;
+        return bound_input_like(nodes_, input, [&](std::uint32_t i) { return buffers_[i].has_value(); });
     }
 
     Plan plan_;

@@ -108,14 +108,7 @@ private:
 
     // The index of the bound Input node in the current program that `input` stands for too.
     std::optional<std::uint32_t> same_input(const NodeSpec& input) const {
-        if (input.kind != symbol_of(OpKind::Input)) return std::nullopt;
-        for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
-            const NodeSpec& s = nodes_[i].spec;
-            if (s.kind == input.kind && s.hlir == input.hlir && s.dtype == input.dtype && s.shape == input.shape &&
-                buffers_[i].has_value())
-                return i;
-        }
-        return std::nullopt;
+        return bound_input_like(nodes_, input, [&](std::uint32_t i) { return buffers_[i].has_value(); });
     }
 
     ReferenceInput reader(const ProgramNode& node, std::uint32_t id, std::size_t k, const DynMap& dims) const {

@@ -20,6 +20,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -48,6 +49,20 @@ concept Runtime = std::movable<R> &&
         { crt.template get<std::int64_t>(t) } -> std::same_as<std::vector<std::int64_t>>;
         { rt.time_execution(dims, std::size_t{3}) } -> std::convertible_to<double>;
     };
+
+// For load(program, InputBinding::Keep): the node of the program loaded
+// before (`nodes`) binding the same HLIR Input as `input` (same dtype and
+// shape) whose data is bound (`bound(i)`), if any.
+template <typename Bound>
+std::optional<std::uint32_t> bound_input_like(const std::vector<ProgramNode>& nodes, const NodeSpec& input, Bound bound) {
+    if (input.kind != symbol_of(OpKind::Input)) return std::nullopt;
+    for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+        const NodeSpec& s = nodes[i].spec;
+        if (s.kind == input.kind && s.hlir == input.hlir && s.dtype == input.dtype && s.shape == input.shape && bound(i))
+            return i;
+    }
+    return std::nullopt;
+}
 
 // time_execution for a runtime whose execute() has finished its work when it
 // returns (the host runtimes): the median of `reps` timed runs after one more.
