@@ -180,3 +180,31 @@ TEST_CASE("a reduction of an elementwise expression runs as one kernel that fold
     }
     CHECK(folded_products == 1);  // x * x is computed inside the reduction
 }
+
+TEST_CASE("a decode GEMV has a 16-byte-load form where rows are aligned, and it compiles") {
+    Graph g;
+    auto x = g.named_tensor("x", {1, 64});
+    auto w = g.named_tensor("w", {96, 64}, DType::BF16);
+    ops::matmul(x, ops::transpose(ops::cast(w, DType::F32), 0, 1)).output();
+    auto rt = g.compile(cuda::HostEmulator{});
+    std::size_t vector_forms = 0;
+    for (const cuda::PlannedNode& p : rt.plan().nodes) {
+        if (!p.kernel || p.kernel->shape != cuda::Kernel::Shape::Reduce) continue;
+        const auto source = cuda::vector_kernel_source(*p.kernel);
+        if (!source) continue;
+        ++vector_forms;
+        CHECK(cuda::vector_width(*p.kernel) == 8);  // 16 bytes of bf16
+        CHECK(source->find("reinterpret_cast<const uint4*>") != std::string::npos);
+        CHECK(cuda::vector_launch_ok(*p.kernel, g.dyn_map()));
+        if (nvrtc_expected()) CHECK_NOTHROW(cuda::Nvrtc::get().compile(*source, 90));
+    }
+    CHECK(vector_forms == 1);
+    // A row length that is not a multiple of 8 keeps the scalar form.
+    Graph h;
+    auto y = h.named_tensor("y", {1, 60});
+    auto v = h.named_tensor("v", {96, 60}, DType::BF16);
+    ops::matmul(y, ops::transpose(ops::cast(v, DType::F32), 0, 1)).output();
+    auto odd = h.compile(cuda::HostEmulator{});
+    for (const cuda::PlannedNode& p : odd.plan().nodes)
+        if (p.kernel && cuda::vector_kernel_source(*p.kernel)) CHECK_FALSE(cuda::vector_launch_ok(*p.kernel, h.dyn_map()));
+}

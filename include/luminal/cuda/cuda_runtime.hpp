@@ -80,6 +80,8 @@ public:
             if (p.kernel) {
                 const std::string_view entry = p.kernel->shape == Kernel::Shape::Elementwise ? kElementwiseEntry : kReduceEntry;
                 functions_[id][0] = KernelModules::get().function(kernel_source(*p.kernel), entry, arch);
+                if (auto vector = vector_kernel_source(*p.kernel))
+                    functions_[id][3] = KernelModules::get().function(*vector, kReduceEntry, arch);
             }
             if (p.scatter) {
                 const std::string source = kernel_source(*p.scatter);
@@ -330,7 +332,8 @@ private:
                 for (CuDevicePtr a : {dst, winner, ins[1], ins[2], dims_buffer_.ptr(), fault_buffer_.ptr()}) write.args[write.arg_count++] = a;
                 out.push_back(write);
             } else {
-                out.push_back(kernel_launch(id, functions_[id][0], *p.kernel, dst, ins, dims));
+                const bool vector = functions_[id][3] != nullptr && vector_launch_ok(*p.kernel, dims);
+                out.push_back(kernel_launch(id, functions_[id][vector ? 3 : 0], *p.kernel, dst, ins, dims));
             }
         }
         for (auto [output, input] : plan_.carried) {
@@ -488,7 +491,7 @@ private:
     std::vector<ProgramNode> nodes_;
     std::vector<std::optional<Input>> inputs_;
     std::vector<DeviceBuffer> outputs_;
-    std::vector<std::array<CuFunction, 3>> functions_;
+    std::vector<std::array<CuFunction, 4>> functions_;  // kernel, scatter claim, scatter write, 16-byte-load kernel
     std::vector<std::int64_t> numel_;
     std::optional<ArenaPlan> arena_plan_;
     std::vector<std::size_t> arena_sizes_;

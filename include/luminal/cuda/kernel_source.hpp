@@ -12,6 +12,7 @@
 // fault wins) and the program node number for fault reports.
 #include <cmath>
 #include <map>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -222,13 +223,20 @@ inline std::string unary_value(OpKind op, const std::string& x) {
     }
 }
 
-// The statements computing a body at index variable `index`; its result is v<last>.
-inline void print_body(const Kernel& k, const std::string& index, ExpressionPrinter& exprs, std::string& out) {
+// The statements computing a body at index variable `index`; its result is
+// v<last>. A load whose entry in `loaded` is not empty takes that value
+// instead (one the caller loaded).
+inline void print_body(const Kernel& k, const std::string& index, ExpressionPrinter& exprs, std::string& out,
+                       std::span<const std::string> loaded = {}) {
     const auto& steps = k.body.steps;
     for (std::size_t j = 0; j < steps.size(); ++j) {
         const Step& s = steps[j];
         const std::string v = fmt::format("v{}", j), type = value_type(s.dtype);
         auto operand = [&](std::uint16_t i) { return fmt::format("v{}", i); };
+        if (s.kind == StepKind::Load && j < loaded.size() && !loaded[j].empty()) {
+            out += fmt::format("    const {} {} = {};\n", type, v, loaded[j]);
+            continue;
+        }
         switch (s.kind) {
             case StepKind::Load: {
                 std::string at = index;

@@ -12,6 +12,7 @@
 
 #include "luminal/cuda/kernel_lowering.hpp"
 #include "luminal/cuda/kernel_source.hpp"
+#include "luminal/cuda/vector_reduce_source.hpp"
 #include "luminal/graph/program.hpp"
 
 namespace luminal::cuda {
@@ -107,6 +108,8 @@ inline std::vector<std::string> plan_sources(const Plan& plan) {
     };
     for (const PlannedNode& p : plan.nodes) {
         if (p.kernel) add(kernel_source(*p.kernel));
+        if (p.kernel)
+            if (auto vector = vector_kernel_source(*p.kernel)) add(std::move(*vector));
         if (p.scatter) add(kernel_source(*p.scatter));
     }
     return out;
