@@ -337,7 +337,7 @@ private:
             }
         }
         for (auto [output, input] : plan_.carried) {
-            if (plan_.nodes[output].aliases_source) continue;
+            if (plan_.nodes[output].aliases_source || !carried_fits(output, input)) continue;
             Launch copy;
             copy.kind = Launch::Kind::Copy;
             copy.dst = inputs_[input]->buffer.ptr();
@@ -411,11 +411,6 @@ private:
             if (node.kind == symbol_of(OpKind::Output) && !plan_.nodes[id].aliases_source)
                 outputs_[id].reserve(static_cast<std::size_t>(numel_[id]) * size_of(node.dtype));
         }
-        for (auto [output, input] : plan_.carried)
-            if (!plan_.nodes[output].aliases_source) {
-                inputs_[input]->buffer.reserve(static_cast<std::size_t>(numel_[output]) * size_of(nodes_[output].spec.dtype));
-                inputs_[input]->count = numel_[output];
-            }
         plan_memory();
         std::array<std::int64_t, kDimSlots> dim_values{};
         for (auto [c, v] : dims.entries()) dim_values[static_cast<std::size_t>(dim_slot(c))] = v;
@@ -429,11 +424,35 @@ private:
         check_call(api().memcpy_dtoh_async(fault.data(), fault_buffer_.ptr(), sizeof fault, stream_), "cuMemcpyDtoHAsync");
         check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
         report(fault);
+        hand_carried_state_over();
         executed_ = true;
         if (!timed) return 0;
         float ms = 0;
         check_call(api().event_elapsed(&ms, start_, stop_), "cuEventElapsedTime");
         return ms * 1e-3;
+    }
+
+    std::size_t carried_bytes(std::uint32_t output) const {
+        return static_cast<std::size_t>(numel_[output]) * size_of(nodes_[output].spec.dtype);
+    }
+    // An out-of-place carried output is copied into its input's buffer inside
+    // the execution when it fits there; one that grew gets a new buffer after
+    // it (the execution still read the old one).
+    bool carried_fits(std::uint32_t output, std::uint32_t input) const {
+        return carried_bytes(output) <= inputs_[input]->buffer.bytes();
+    }
+    void hand_carried_state_over() {
+        for (auto [output, input] : plan_.carried) {
+            if (plan_.nodes[output].aliases_source) continue;
+            if (!carried_fits(output, input)) {
+                DeviceBuffer grown;
+                grown.reserve(carried_bytes(output));
+                check_call(api().memcpy_dtod_async(grown.ptr(), data_of(output), carried_bytes(output), stream_), "cuMemcpyDtoDAsync");
+                check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+                inputs_[input]->buffer = std::move(grown);
+            }
+            inputs_[input]->count = numel_[output];
+        }
     }
 
     // Replays the graph captured for this exact work; captures one the second time the same work comes.
