@@ -27,7 +27,7 @@ bool nvrtc_expected() {
 }
 
 cuda::Kernel sum_rows_kernel(cuda::ReduceStrategy strategy) {
-    NodeSpec spec = NodeSpec::backend(cuda::ReduceOp{OpKind::SumReduce, 1, strategy}, {ShapeTracker({3, 5})}, {3}, DType::F32);
+    NodeSpec spec = NodeSpec::backend(cuda::ReduceOp{OpKind::SumReduce, 1, strategy, nullptr}, {ShapeTracker({3, 5})}, {3}, DType::F32);
     const DType dtypes[] = {DType::F32};
     return *cuda::kernel_for(spec, dtypes, 0);
 }
