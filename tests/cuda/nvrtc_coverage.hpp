@@ -7,6 +7,7 @@
 // elsewhere compiling is skipped, and the summary says so.
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <luminal/cuda.hpp>
 #include <set>
@@ -26,8 +27,12 @@ public:
             if (sources_.insert(source).second) luminal::cuda::Nvrtc::get().compile(source, 90);
     }
     ~NvrtcCoverage() {
-        if (enabled_) std::printf("cuda: %zu distinct generated kernels compiled with NVRTC for sm_90\n", sources_.size());
-        else std::printf("cuda: NVRTC not available, generated kernels were not compiled (interpreted only)\n");
+        if (enabled_)
+            std::printf("%s: %zu distinct generated kernels compiled with NVRTC for sm_90\n", program_invocation_short_name,
+                        sources_.size());
+        else
+            std::printf("%s: NVRTC not available, generated kernels were not compiled (interpreted only)\n",
+                        program_invocation_short_name);
     }
 
 private:
