@@ -7,7 +7,10 @@
 //   Prompt: N tokens
 //   TTFT: X ms          median over --iters of: prefill forward + first token pick
 //   TPOT: X ms          mean decode step, after one warm-up step
+//   RSS: X MB           resident memory after loading, after generating, and its peak (VmRSS, VmHWM)
 //   BENCH_RESULT {...}  the same numbers as JSON, with the prompt and generated ids
+// A GGUF file's Q8_0/Q4_0/Q4_1 matrices stay in their blocks (--dequantize: f32
+// at load instead); --activations f32 keeps their products exact.
 #include <CLI/CLI.hpp>
 #include <luminal/luminal.hpp>
 #include <luminal/nn/sampling.hpp>
@@ -16,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -34,6 +38,14 @@ double median(std::vector<double> v) {
     return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// A /proc/self/status field (VmRSS, VmHWM) in MB; 0 where there is none.
+double status_mb(const std::string& field) {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+    return 0;
+}
+
 struct Args {
     std::filesystem::path model;
     std::string prompt = "Explain what a neural network is in a paragraph.";
@@ -48,6 +60,9 @@ struct Args {
     bool ignore_eos = false;
     bool raw_ids = false;
     luminal::DType weights = luminal::DType::F32;
+    std::size_t threads = 0;
+    bool dequantize = false;
+    bool q8_activations = true;
 };
 
 int run(const Args& args) {
@@ -58,17 +73,23 @@ int run(const Args& args) {
     double load_ms = ms_since(load_start);
 
     const auto compile_start = Clock::now();
-    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(
-        config, {.context = args.context, .weight_dtype = args.weights});
+    luminal::nn::ModelOptions model_options;
+    model_options.context = args.context;
+    model_options.weight_dtype = args.weights;
+    if (!args.dequantize) model_options.quantized = pretrained.quantized_weights();
+    model_options.q8_activations = args.q8_activations;
+    model_options.last_logits_only = true;  // the sampler reads the last position only
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, model_options);
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
-    luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+    luminal::nn::Session session(model, luminal::CpuRuntime(luminal::CpuOptions{.threads = args.threads}), options);
     const double compile_ms = ms_since(compile_start);
 
     const auto bind_start = Clock::now();
     session.load_weights(pretrained);
     load_ms += ms_since(bind_start);
+    const double rss_after_load_mb = status_mb("VmRSS");
 
     const std::vector<luminal::io::ChatMessage> messages{{"user", args.prompt}};
     const std::string text = args.chat ? render_chat(pretrained.chat_family(), messages) : args.prompt;
@@ -92,7 +113,7 @@ int run(const Args& args) {
         luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed, pickable);
         const auto start = Clock::now();
         const std::vector<float> logits = session.forward(prompt);
-        token = sampler(std::span(logits).subspan((prompt.size() - 1) * vocab, vocab));
+        token = sampler(std::span(logits).subspan(logits.size() - vocab, vocab));
         ttft_samples.push_back(ms_since(start));
     }
 
@@ -124,6 +145,9 @@ int run(const Args& args) {
     std::printf("Prompt: %zu tokens\n", prompt.size());
     std::printf("TTFT: %.2f ms\n", ttft);
     std::printf("TPOT: %.2f ms\n", tpot);
+    const double rss_end_mb = status_mb("VmRSS"), rss_peak_mb = status_mb("VmHWM");
+    std::printf("RSS: %.1f MB after load, %.1f MB after generating, %.1f MB peak\n", rss_after_load_mb, rss_end_mb,
+                rss_peak_mb);
     const luminal::io::Json result = {
         {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", "cpu"},
         {"dtype", args.weights == luminal::DType::F32
@@ -133,7 +157,9 @@ int run(const Args& args) {
         {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"search_iters", args.search},
         {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
         {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}, {"prompt_ids", prompt},
-        {"generated_ids", generated_ids}};
+        {"generated_ids", generated_ids}, {"threads", session.runtime().threads()},
+        {"quantized_matrices", model_options.quantized.size()}, {"q8_activations", args.q8_activations},
+        {"rss_after_load_mb", rss_after_load_mb}, {"rss_end_mb", rss_end_mb}, {"rss_peak_mb", rss_peak_mb}};
     std::printf("BENCH_RESULT %s\n", result.dump().c_str());
     return 0;
 }
@@ -163,6 +189,12 @@ int main(int argc, char** argv) {
         {"f32", luminal::DType::F32}, {"f16", luminal::DType::F16}, {"bf16", luminal::DType::BF16}};
     app.add_option("--weights", args.weights, "dtype the weight matrices are kept in (f16/bf16: computed in f32)")
         ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
+    app.add_option("--threads", args.threads, "CPU threads (0: the machine's hardware threads)");
+    app.add_flag("--dequantize", args.dequantize, "dequantize a GGUF file's quantized matrices at load");
+    const std::map<std::string, bool> activation_kinds{{"q8", true}, {"f32", false}};
+    app.add_option("--activations", args.q8_activations,
+                   "q8: products with quantized weights round activations to 8-bit blocks (as llama.cpp); f32: exact")
+        ->transform(CLI::CheckedTransformer(activation_kinds, CLI::ignore_case));
     CLI11_PARSE(app, argc, argv);
     try {
         return run(args);

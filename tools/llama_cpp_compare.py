@@ -22,6 +22,10 @@ the last position only), measured the way luminal's example measures itself:
         decode step left out as warm-up (as luminal does); decode tok/s = 1000 / TPOT.
 Each run produces --tokens ids (the first one picked after the prefill).
 
+--threads goes to both sides (luminal: its --threads). Resident memory: luminal's own report
+(VmRSS after loading and after generating); llama.cpp's process VmRSS after generating minus
+its VmRSS before the model was opened (the Python interpreter and imports left out).
+
 Printed: whether the prompt ids agree, both generated id lists, the first divergence with
 llama.cpp's logit gap there (its own pick minus luminal's pick: a small gap means a near tie,
 not a bug), TTFT and decode tok/s of both with the ratios luminal / llama.cpp (a TTFT
@@ -155,6 +159,14 @@ def run_luminal(binary: str, model: str, prompt: str, tokens: int, iters: int, e
     return result
 
 
+def vm_rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def ratio(a: float, b: float) -> float | None:
     return a / b if a and b else None
 
@@ -178,6 +190,7 @@ def main() -> int:
     if not Path(args.model).exists():
         print(f"model {args.model} not found", file=sys.stderr)
         return 2
+    rss_before_mb = vm_rss_mb()
     llm = Llama(model_path=args.model, n_ctx=max(512, args.prompt_tokens + args.tokens + 8),
                 n_batch=max(512, args.prompt_tokens), n_threads=args.threads, n_threads_batch=args.threads,
                 logits_all=False, verbose=False)
@@ -189,7 +202,9 @@ def main() -> int:
     print(f"prompt ({len(prompt_ids)} tokens): {prompt!r}")
 
     ref = run_llama_cpp(llm, prompt_ids, args.tokens, args.iters)
-    lum = run_luminal(args.bin, args.model, prompt, args.tokens, args.iters, args.luminal_arg)
+    ref["rss_mb"] = vm_rss_mb() - rss_before_mb
+    lum = run_luminal(args.bin, args.model, prompt, args.tokens, args.iters,
+                      ["--threads", str(args.threads), *args.luminal_arg])
 
     summary = {"model": Path(args.model).name, "threads": args.threads, "prompt_tokens": len(prompt_ids),
                "tokens": args.tokens, "iters": args.iters, "llama_cpp_version": llama_cpp.__version__,
@@ -200,7 +215,7 @@ def main() -> int:
         summary["luminal"] = lum
     else:
         summary["luminal"] = {k: lum.get(k) for k in ("ttft_ms", "tpot_ms", "throughput_tps", "prompt_ids",
-                                                      "generated_ids")}
+                                                      "generated_ids", "rss_after_load_mb", "rss_end_mb")}
         prompts_agree = lum["prompt_ids"] == prompt_ids
         print(f"prompt ids: {'agree' if prompts_agree else 'DIFFER'}")
         if not prompts_agree:
@@ -231,6 +246,9 @@ def main() -> int:
               f"{ttft_ratio:.2f}" if ttft_ratio else "TTFT: n/a")
         print(f"decode: luminal {lum_tps:.1f} tok/s, llama.cpp {ref['throughput_tps']:.1f} tok/s, "
               f"luminal/llama.cpp {tps_ratio:.2f}" if tps_ratio else "decode: n/a")
+        if lum.get("rss_end_mb"):
+            print(f"resident memory: luminal {lum['rss_after_load_mb']:.1f} MB after load, {lum['rss_end_mb']:.1f} MB "
+                  f"after generating; llama.cpp {ref['rss_mb']:.1f} MB (its process growth)")
     if "error" in lum:
         print(f"TTFT: llama.cpp {ref['ttft_ms']:.2f} ms; decode: llama.cpp {ref['throughput_tps']:.1f} tok/s")
     print("COMPARE_RESULT " + json.dumps(summary))
