@@ -3,7 +3,7 @@
 // one JSON line for tools/cpu_vs_torch.py, which runs PyTorch eager on the
 // same weights next to it.
 //
-//   bench_llm_cpu DIR [prompt_tokens=128] [decode_tokens=16] [iters=3]
+//   bench_llm_cpu DIR [prompt_tokens=128] [decode_tokens=16] [iters=3] [threads=0: all]
 // TTFT: median over iters of one batched prefill (logits of every prompt
 // position). Decode: greedy steps after one warm-up step, median step time.
 #include <luminal/luminal.hpp>
@@ -32,13 +32,14 @@ double ms_since(Clock::time_point start) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: bench_llm_cpu DIR [prompt_tokens] [decode_tokens] [iters]\n");
+        std::fprintf(stderr, "usage: bench_llm_cpu DIR [prompt_tokens] [decode_tokens] [iters] [threads]\n");
         return 2;
     }
     const std::filesystem::path dir = argv[1];
     const int prompt_tokens = argc > 2 ? std::atoi(argv[2]) : 128;
     const int decode_tokens = argc > 3 ? std::atoi(argv[3]) : 16;
     const int iters = argc > 4 ? std::atoi(argv[4]) : 3;
+    const std::size_t threads = argc > 5 ? static_cast<std::size_t>(std::atoi(argv[5])) : 0;
     try {
         const auto config = luminal::io::load_model_config(dir);
         const auto weights = luminal::io::SafetensorsModel::open(dir);
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
             luminal::nn::build_causal_lm(config, {.context = prompt_tokens + decode_tokens + 2});
         luminal::CompileOptions options;
         options.verbosity = 0;
-        luminal::nn::Session session(model, luminal::CpuRuntime{}, options);
+        luminal::nn::Session session(model, luminal::CpuRuntime(luminal::CpuOptions{.threads = threads}), options);
         const double compile_ms = ms_since(compile_start);
         session.load_weights(weights);
 

@@ -5,8 +5,8 @@ Writes a Llama-architecture model of about 100M parameters with random weights
 (f32, transformers' save_pretrained) unless --model names a directory, runs
 benchmarks/bench_llm_cpu on it, then PyTorch eager (transformers'
 LlamaForCausalLM, eager attention, f32) on the same weights and the same prompt
-ids, both on the same number of threads (default 1: the CpuRuntime is
-single-threaded). Prints both sides' time to first token (one batched prefill of
+ids, both on the same number of threads (--threads, default 1; the CpuRuntime gets it as
+its pool width). Prints both sides' time to first token (one batched prefill of
 the prompt, median of --iters), decode step time (greedy, KV cache, median after
 a warm-up step), and the ratios torch / luminal (> 1: luminal is faster). The
 greedy tokens of both sides are printed too; they should agree (random weights
@@ -84,7 +84,7 @@ def main() -> None:
         prompt = [(i * 7919 + 13) % config["vocab_size"] for i in range(args.prompt_tokens)]  # as the driver
         env = {"OMP_NUM_THREADS": str(args.threads)}
         ours = json.loads(subprocess.run([str(args.driver), str(folder), str(args.prompt_tokens),
-                                          str(args.decode_tokens), str(args.iters)], check=True,
+                                          str(args.decode_tokens), str(args.iters), str(args.threads)], check=True,
                                          capture_output=True, text=True, env=env).stdout)
         theirs = torch_side(folder, prompt, args.decode_tokens, args.iters)
 

@@ -158,6 +158,48 @@ LUMINAL_VNNI void q8_product_vnni(const ProductTask& t, const Q8Rows& x) {
 }
 #undef LUMINAL_Q8_PRODUCT_BODY
 
+// quantize_rows (cpu_quant_scalar.hpp) with AVX2: the same d, q and sums
+// (roundf's half-away-from-zero rounding, computed exactly from the truncation).
+LUMINAL_AVX2 inline void quantize_rows_avx2(const float* x, std::int64_t k, std::int64_t stride, std::int64_t begin,
+                                            std::int64_t end, Q8Rows& out) {
+    const std::int64_t blocks = k / kQuantBlock;
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    for (std::int64_t i = begin; i < end; ++i)
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const float* v = x + i * stride + b * kQuantBlock;
+            __m256 values[4], amax = _mm256_setzero_ps();
+            for (int c = 0; c < 4; ++c) {
+                values[c] = _mm256_loadu_ps(v + 8 * c);
+                amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, values[c]));
+            }
+            __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+            m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+            m = _mm_max_ss(m, _mm_movehdup_ps(m));
+            const float d = _mm_cvtss_f32(m) / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+            const __m256 inverse = _mm256_set1_ps(id);
+            __m256i q[4], sum = _mm256_setzero_si256();
+            for (int c = 0; c < 4; ++c) {
+                const __m256 scaled = _mm256_mul_ps(values[c], inverse);
+                const __m256 truncated = _mm256_round_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                const __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, _mm256_sub_ps(scaled, truncated)), half,
+                                                  _CMP_GE_OQ);
+                const __m256 step = _mm256_and_ps(away, _mm256_or_ps(one, _mm256_and_ps(sign_bit, scaled)));
+                q[c] = _mm256_cvtps_epi32(_mm256_add_ps(truncated, step));
+                sum = _mm256_add_epi32(sum, q[c]);
+            }
+            // int32 -> int8 in element order: packs interleave 128-bit lanes, the permute undoes it.
+            const __m256i words = _mm256_packs_epi32(q[0], q[1]), words_high = _mm256_packs_epi32(q[2], q[3]);
+            const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(words, words_high),
+                                                              _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q.data() + (i * blocks + b) * kQuantBlock), bytes);
+            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+            out.scale[i * blocks + b] = d;
+            out.sum[i * blocks + b] = d * static_cast<float>(_mm_cvtsi128_si32(s));
+        }
+}
+
 // A block decoded to 4 x 8 floats.
 template <QuantFormat F>
 LUMINAL_AVX2 inline void decode_block_avx2(const std::byte* block, __m256* out) {
@@ -219,6 +261,16 @@ LUMINAL_AVX2 void decode_rows_avx2(const ProductTask& t, float* panel) {
 #undef LUMINAL_AVX2
 #undef LUMINAL_VNNI
 #endif
+
+// Rows [begin, end) of x rounded to Q8 blocks (quantize_rows) on `isa`.
+inline void quantize_rows(Isa isa, const float* x, std::int64_t k, std::int64_t stride, std::int64_t begin,
+                          std::int64_t end, Q8Rows& out) {
+#ifdef LUMINAL_QUANT_X86
+    if (isa != Isa::Scalar) return simd_detail::quantize_rows_avx2(x, k, stride, begin, end, out);
+#endif
+    (void)isa;
+    quantize_rows(x, k, stride, begin, end, out);
+}
 
 // The products on `isa` (which the CPU must support; see supports()).
 template <QuantFormat F>

@@ -74,7 +74,7 @@ inline void quantized_matmul(const QuantizedMatmulOp& op, DType a_dtype, const s
         };
         if (op.activations == Activations::Q8) {
             quant::size_rows(m, k, scratch.rows);
-            pool.parallel_for(m, 8, [&](std::int64_t i0, std::int64_t i1) { quant::quantize_rows(a, k, k, i0, i1, scratch.rows); });
+            pool.parallel_for(m, 8, [&](std::int64_t i0, std::int64_t i1) { quant::quantize_rows(isa, a, k, k, i0, i1, scratch.rows); });
             pool.parallel_for(n, kRowGrain, [&](std::int64_t j0, std::int64_t j1) {
                 quant::q8_product<F>(isa, task(j0, j1), scratch.rows);
             });
