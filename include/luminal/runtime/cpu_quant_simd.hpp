@@ -103,12 +103,16 @@ LUMINAL_VNNI inline __m256i dot_vnni(__m256i w, __m256i x) {
 }
 
 // R activation rows starting at i0 times weight row w: out[r * out_stride].
-// One body for both ISAs: Dot is dot_avx2 or dot_vnni.
+// One body for both ISAs: Dot is dot_avx2 or dot_vnni. Even and odd blocks
+// accumulate apart, so a single row (decode) is not bound by the latency of
+// one chain of FMAs.
 #define LUMINAL_Q8_ROWS_BODY(DOT)                                                                         \
-    __m256 acc[R];                                                                                        \
-    float offset[R];                                                                                      \
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), offset[r] = 0;                              \
+    __m256 acc[R][2];                                                                                     \
+    float offset[R][2];                                                                                   \
+    for (int r = 0; r < R; ++r)                                                                           \
+        for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_setzero_ps(), offset[r][h] = 0;                    \
     for (std::int64_t b = 0; b < x.blocks; ++b) {                                                         \
+        const int h = static_cast<int>(b & 1);                                                            \
         const std::byte* block = w + b * block_bytes<F>;                                                  \
         const __m256i values = block_values<F>(block);                                                    \
         const float dw = f16(block);                                                                      \
@@ -117,12 +121,13 @@ LUMINAL_VNNI inline __m256i dot_vnni(__m256i w, __m256i x) {
             const std::int64_t at = (i0 + r) * x.blocks + b;                                              \
             const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + at * 32)); \
             const __m256 scale = _mm256_set1_ps(dw * x.scale[at]);                                        \
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT<F>(values, q)), scale, acc[r]);               \
-            if constexpr (F == QuantFormat::Q4_0) offset[r] -= 8 * dw * x.sum[at];                        \
-            if constexpr (F == QuantFormat::Q4_1) offset[r] += mw * x.sum[at];                            \
+            acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT<F>(values, q)), scale, acc[r][h]);         \
+            if constexpr (F == QuantFormat::Q4_0) offset[r][h] -= 8 * dw * x.sum[at];                     \
+            if constexpr (F == QuantFormat::Q4_1) offset[r][h] += mw * x.sum[at];                         \
         }                                                                                                 \
     }                                                                                                     \
-    for (int r = 0; r < R; ++r) out[r * out_stride] = hsum(acc[r]) + offset[r];
+    for (int r = 0; r < R; ++r)                                                                           \
+        out[r * out_stride] = hsum(_mm256_add_ps(acc[r][0], acc[r][1])) + (offset[r][0] + offset[r][1]);
 
 template <QuantFormat F, int R>
 LUMINAL_AVX2 void q8_rows_avx2(const std::byte* w, const Q8Rows& x, std::int64_t i0, float* out,
@@ -223,25 +228,27 @@ LUMINAL_AVX2 inline void decode_block_avx2(const std::byte* block, __m256* out) 
     }
 }
 
-// Up to 8 rows of f32 activations times weight rows [j_begin, j_end).
+// f32 activations, 4 rows at a time, times weight rows [j_begin, j_end); two
+// accumulators per row so that one row is not bound by FMA latency.
 template <QuantFormat F>
 LUMINAL_AVX2 void f32_product_avx2(const ProductTask& t, const float* x, std::int64_t m, std::int64_t x_stride) {
-    constexpr int kMaxRows = 8;
+    constexpr int kMaxRows = 4;
     for (std::int64_t i0 = 0; i0 < m; i0 += kMaxRows) {
         const int rows = static_cast<int>(std::min<std::int64_t>(kMaxRows, m - i0));
         for (std::int64_t j = t.j_begin; j < t.j_end; ++j) {
             const std::byte* w = t.weight + j * t.row_bytes;
-            __m256 acc[kMaxRows];
-            for (int r = 0; r < rows; ++r) acc[r] = _mm256_setzero_ps();
+            __m256 acc[kMaxRows][2];
+            for (int r = 0; r < rows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
             for (std::int64_t b = 0; b < t.k / kQuantBlock; ++b) {
                 __m256 values[4];
                 decode_block_avx2<F>(w + b * block_bytes<F>, values);
                 for (int r = 0; r < rows; ++r) {
                     const float* xr = x + (i0 + r) * x_stride + b * kQuantBlock;
-                    for (int c = 0; c < 4; ++c) acc[r] = _mm256_fmadd_ps(values[c], _mm256_loadu_ps(xr + 8 * c), acc[r]);
+                    for (int c = 0; c < 4; ++c)
+                        acc[r][c & 1] = _mm256_fmadd_ps(values[c], _mm256_loadu_ps(xr + 8 * c), acc[r][c & 1]);
                 }
             }
-            for (int r = 0; r < rows; ++r) t.out[(i0 + r) * t.out_stride + j] = hsum(acc[r]);
+            for (int r = 0; r < rows; ++r) t.out[(i0 + r) * t.out_stride + j] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
         }
     }
 }
