@@ -54,7 +54,7 @@ using OutMap = Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, E
                           Eigen::OuterStride<>>;
 
 // Multiply-adds below which a GEMM runs on the calling thread alone.
-inline constexpr std::int64_t kParallelGemmWork = 1 << 20;
+inline constexpr std::int64_t kParallelGemmWork = 1 << 18;
 // Output columns per thread at least.
 inline constexpr std::int64_t kGemmColumnGrain = 32;
 
