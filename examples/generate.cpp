@@ -8,7 +8,10 @@
 //   Prompt: N tokens
 //   TTFT: X ms          median over --iters of: prefill forward + first token pick
 //   TPOT: X ms          mean decode step, after one warm-up step
+//   RSS: X MB           resident memory after loading, after generating, and its peak (VmRSS, VmHWM)
 //   BENCH_RESULT {...}  the same numbers as JSON, with the prompt and generated ids
+// A GGUF file's Q8_0/Q4_0/Q4_1 matrices stay in their blocks (--dequantize: f32
+// at load instead); --activations f32 keeps their products exact.
 #include <CLI/CLI.hpp>
 #include <luminal/cuda.hpp>
 #include <luminal/luminal.hpp>
@@ -18,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -36,6 +40,14 @@ double median(std::vector<double> v) {
     return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// A /proc/self/status field (VmRSS, VmHWM) in MB; 0 where there is none.
+double status_mb(const std::string& field) {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+    return 0;
+}
+
 struct Args {
     std::filesystem::path model;
     std::string prompt = "Explain what a neural network is in a paragraph.";
@@ -52,7 +64,17 @@ struct Args {
     bool raw_ids = false;
     luminal::DType weights = luminal::DType::F32;
     std::string device = "cpu";
+    std::size_t threads = 0;
+    bool dequantize = false;
+    bool q8_activations = true;
 };
+
+// CPU threads the runtime computes on (0 for a device runtime).
+template <typename Runtime>
+std::size_t threads_of(const Runtime& runtime) {
+    if constexpr (requires { runtime.threads(); }) return runtime.threads();
+    else return 0;
+}
 
 template <typename Runtime>
 int run(const Args& args, Runtime runtime) {
@@ -63,8 +85,14 @@ int run(const Args& args, Runtime runtime) {
     double load_ms = ms_since(load_start);
 
     const auto compile_start = Clock::now();
-    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(
-        config, {.context = args.context, .weight_dtype = args.weights});
+    luminal::nn::ModelOptions model_options;
+    model_options.context = args.context;
+    model_options.weight_dtype = args.weights;
+    // The CUDA kernels have no block formats yet: a GGUF file's matrices are dequantized for them.
+    if (!args.dequantize && args.device == "cpu") model_options.quantized = pretrained.quantized_weights();
+    model_options.q8_activations = args.q8_activations;
+    model_options.last_logits_only = true;  // the sampler reads the last position only
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, model_options);
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
@@ -74,6 +102,7 @@ int run(const Args& args, Runtime runtime) {
     const auto bind_start = Clock::now();
     session.load_weights(pretrained);
     load_ms += ms_since(bind_start);
+    const double rss_after_load_mb = status_mb("VmRSS");
 
     const std::vector<luminal::io::ChatMessage> messages{{"user", args.prompt}};
     const std::string text = args.chat ? render_chat(pretrained.chat_family(), messages) : args.prompt;
@@ -101,7 +130,7 @@ int run(const Args& args, Runtime runtime) {
         luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed, pickable);
         const auto start = Clock::now();
         const std::vector<float> logits = session.forward(prompt);
-        token = sampler(std::span(logits).subspan((prompt.size() - 1) * vocab, vocab));
+        token = sampler(std::span(logits).subspan(logits.size() - vocab, vocab));
         ttft_samples.push_back(ms_since(start));
     }
 
@@ -133,6 +162,9 @@ int run(const Args& args, Runtime runtime) {
     std::printf("Prompt: %zu tokens\n", prompt.size());
     std::printf("TTFT: %.2f ms\n", ttft);
     std::printf("TPOT: %.2f ms\n", tpot);
+    const double rss_end_mb = status_mb("VmRSS"), rss_peak_mb = status_mb("VmHWM");
+    std::printf("RSS: %.1f MB after load, %.1f MB after generating, %.1f MB peak\n", rss_after_load_mb, rss_end_mb,
+                rss_peak_mb);
     const luminal::io::Json result = {
         {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", args.device},
         {"dtype", args.weights == luminal::DType::F32
@@ -143,7 +175,9 @@ int run(const Args& args, Runtime runtime) {
         {"search_iters", args.search},
         {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
         {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}, {"prompt_ids", prompt},
-        {"generated_ids", generated_ids}};
+        {"generated_ids", generated_ids}, {"threads", threads_of(session.runtime())},
+        {"quantized_matrices", model_options.quantized.size()}, {"q8_activations", args.q8_activations},
+        {"rss_after_load_mb", rss_after_load_mb}, {"rss_end_mb", rss_end_mb}, {"rss_peak_mb", rss_peak_mb}};
     std::printf("BENCH_RESULT %s\n", result.dump().c_str());
     return 0;
 }
@@ -179,10 +213,16 @@ int main(int argc, char** argv) {
         ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
     app.add_option("--device", args.device, "cpu, or cuda (the GPU's driver is loaded at run time)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
+    app.add_option("--threads", args.threads, "CPU threads (0: the machine's hardware threads)");
+    app.add_flag("--dequantize", args.dequantize, "dequantize a GGUF file's quantized matrices at load");
+    const std::map<std::string, bool> activation_kinds{{"q8", true}, {"f32", false}};
+    app.add_option("--activations", args.q8_activations,
+                   "q8: products with quantized weights round activations to 8-bit blocks (as llama.cpp); f32: exact")
+        ->transform(CLI::CheckedTransformer(activation_kinds, CLI::ignore_case));
     CLI11_PARSE(app, argc, argv);
     try {
         if (args.device == "cuda") return run(args, luminal::cuda::CudaRuntime{});
-        return run(args, luminal::CpuRuntime{});
+        return run(args, luminal::CpuRuntime(luminal::CpuOptions{.threads = args.threads}));
     } catch (const luminal::Error& error) {
         std::fprintf(stderr, "generate: %s\n", error.what());
         return 1;

@@ -6,10 +6,12 @@
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
 #include "luminal/io/model_config.hpp"
+#include "luminal/lowering/quantized.hpp"
 #include "luminal/nn/kv_cache.hpp"
 #include "luminal/nn/parameters.hpp"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -19,6 +21,17 @@ namespace luminal::nn {
 struct ModelOptions {
     std::int64_t context = 512;            // tokens the KV caches hold (prompt + generated)
     DType weight_dtype = DType::F32;       // storage of matrices; compute is f32 either way
+    // Weight matrices kept in their block format (HF name -> format; a GGUF
+    // file's from nn::quantized_weights): the graph reads the blocks through
+    // Dequantize, and the CPU multiplies the blocks as they are.
+    std::map<std::string, QuantFormat, std::less<>> quantized{};
+    // Whether products with those weights may round their activations to
+    // 8-bit blocks (as llama.cpp does): faster, and no longer exactly the
+    // dequantized weights' result.
+    bool q8_activations = true;
+    // Logits of the last new token only ([1, vocab]): what generation needs,
+    // and the LM head then runs on one row instead of the whole prompt.
+    bool last_logits_only = false;
 };
 
 struct CausalLm {

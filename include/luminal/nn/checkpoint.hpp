@@ -3,7 +3,8 @@
 // names, each with a row-major shape, its stored bytes when they are already in
 // the dtype the model wants (bound without a copy), and otherwise its values
 // as f32. A safetensors model is one as it is; a GGUF file is one after
-// renaming (gguf_checkpoint.hpp).
+// renaming (gguf_checkpoint.hpp), which also gives a quantized matrix's
+// blocks as stored (blocks()).
 #include "luminal/core/dtype.hpp"
 #include "luminal/io/safetensors_convert.hpp"
 #include "luminal/io/safetensors_model.hpp"
@@ -11,6 +12,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +30,12 @@ concept Checkpoint = requires(const C& checkpoint, std::string_view name, DType 
     { checkpoint.shape_of(name) } -> std::same_as<std::optional<Dims>>;  // nullopt: no such tensor
     { checkpoint.bytes_as(name, dtype) } -> std::same_as<std::optional<std::span<const std::byte>>>;
     { checkpoint.values(name) } -> std::same_as<std::vector<float>>;
+};
+
+// A quantized matrix's blocks; `owner` keeps `bytes` valid (a mapped file).
+struct StoredBlocks {
+    std::span<const std::byte> bytes;
+    std::shared_ptr<const void> owner;
 };
 
 class SafetensorsCheckpoint {

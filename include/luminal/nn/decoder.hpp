@@ -60,6 +60,7 @@ CausalLm build_decoder(const io::ModelConfig& config, const ModelOptions& option
     check(options.context > 0, "model", "context must be positive, got {}", options.context);
     auto graph = std::make_unique<Graph>();
     ParameterSet parameters;
+    parameters.quantize(options.quantized, options.q8_activations);
     KvCaches caches;
     ModelBuilder m{config, options, *graph, parameters, caches, std::nullopt};
     const std::int64_t vocab = config.vocab_size, hidden = config.hidden_size;
@@ -75,6 +76,7 @@ CausalLm build_decoder(const io::ModelConfig& config, const ModelOptions& option
     const GraphTensor head = config.tie_word_embeddings
                                  ? embed.weight
                                  : parameters.add(m.graph, "lm_head.weight", {vocab, hidden}, options.weight_dtype);
+    if (options.last_logits_only) x = x.slice_along(0, CausalLm::new_tokens() - 1, CausalLm::new_tokens());
     GraphTensor logits = x.matmul(Linear::as_f32(head).t());
     if (spec.logit_softcap) logits = (logits * (1.0 / *spec.logit_softcap)).tanh() * *spec.logit_softcap;
     logits = logits.output();

@@ -8,7 +8,10 @@
 // seen as one tensor per expert, as transformers names them
 // (mlp.experts.3.gate_proj.weight). Gemma 3's converter stores every RMSNorm
 // weight as 1 + w (llama.cpp's norm scales by the weight itself, transformers'
-// Gemma3RMSNorm by 1 + w), so 1 is taken off again.
+// Gemma3RMSNorm by 1 + w), so 1 is taken off again. Matrices in a block format
+// luminal keeps quantized (Q8_0, Q4_0, Q4_1) are also given as their blocks
+// (blocks()), read in place from the mapped file when `owner` keeps it alive;
+// Q/K rows are reordered block row by block row.
 //
 // Why the reordering: transformers rotates the two halves of each head
 // (dimension j with j + d/2), llama.cpp rotates neighbouring pairs (2j with
@@ -19,6 +22,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/model_config.hpp"
+#include "luminal/lowering/quantized.hpp"
 #include "luminal/nn/checkpoint.hpp"
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include <deque>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,7 +42,8 @@ namespace luminal::nn {
 class GgufCheckpoint {
 public:
     // `config` (from the same file) gives the head counts the Q/K reordering needs.
-    GgufCheckpoint(const io::GgufFile& file, const io::ModelConfig& config) : file_(file) {
+    GgufCheckpoint(const io::GgufFile& file, const io::ModelConfig& config, std::shared_ptr<const void> owner = {})
+        : file_(file), owner_(std::move(owner)) {
         for (const io::GgufTensor& tensor : file.tensors()) {
             if (tensor.name == "rope_freqs.weight") continue;  // read into the config's RoPE
             Entry entry{&tensor, 0, 0, 0.0f};
@@ -79,6 +85,32 @@ public:
         if (same) return entry.tensor->bytes;
         return std::nullopt;
     }
+    // HF names of the matrices whose blocks blocks() gives.
+    std::map<std::string, QuantFormat, std::less<>> quantized_formats() const {
+        std::map<std::string, QuantFormat, std::less<>> formats;
+        for (const auto& [name, entry] : entries_)
+            if (is_block_quantized(entry.tensor->type) && entry.tensor->dims.size() == 2)
+                formats.emplace(name, entry.tensor->type);
+        return formats;
+    }
+
+    // The stored blocks of matrix `name`, which must be of `format`.
+    StoredBlocks blocks(std::string_view name, QuantFormat format) const {
+        const Entry& entry = at(name);
+        const io::GgufTensor& tensor = *entry.tensor;
+        check(tensor.type == format && tensor.dims.size() == 2, location().c_str(),
+              "tensor '{}' is {} with {} dims; the model expects a {} matrix", tensor.name, io::name_of(tensor.type),
+              tensor.dims.size(), io::name_of(format));
+        const std::int64_t rows = tensor.dims[1], cols = tensor.dims[0];
+        const auto bytes = static_cast<std::size_t>(quantized_bytes(format, rows, cols));
+        check(tensor.bytes.size() == bytes, location().c_str(), "tensor '{}' ({} [{}, {}]) has {} bytes, expected {}",
+              tensor.name, io::name_of(format), rows, cols, tensor.bytes.size(), bytes);
+        if (entry.heads == 0 && owner_) return {tensor.bytes, owner_};
+        auto copy = std::make_shared<std::vector<std::byte>>(tensor.bytes.begin(), tensor.bytes.end());
+        if (entry.heads != 0) unpermute_row_bytes(tensor.bytes, *copy, entry, name, bytes / static_cast<std::size_t>(rows));
+        return {*copy, copy};
+    }
+
     std::vector<float> values(std::string_view name) const {
         const Entry& entry = at(name);
         std::vector<float> stored = io::dequantize(*entry.tensor);
@@ -193,7 +225,26 @@ private:
         return out;
     }
 
+    // The reordering of unpermute_rows on rows of `row_bytes` stored bytes.
+    void unpermute_row_bytes(std::span<const std::byte> stored, std::vector<std::byte>& out, const Entry& entry,
+                             std::string_view name, std::size_t row_bytes) const {
+        const std::int64_t rows = entry.tensor->shape().front();
+        check(rows == entry.heads * entry.head_dim && entry.head_dim % 2 == 0, location().c_str(),
+              "tensor '{}' has {} rows, expected {} heads x {} (even) head size", name, rows, entry.heads,
+              entry.head_dim);
+        const std::int64_t half = entry.head_dim / 2;
+        for (std::int64_t h = 0; h < entry.heads; ++h)
+            for (std::int64_t j = 0; j < half; ++j)
+                for (std::int64_t t = 0; t < 2; ++t) {
+                    const auto from = static_cast<std::size_t>(h * entry.head_dim + 2 * j + t);
+                    const auto to = static_cast<std::size_t>(h * entry.head_dim + t * half + j);
+                    std::copy_n(stored.begin() + static_cast<std::ptrdiff_t>(from * row_bytes), row_bytes,
+                                out.begin() + static_cast<std::ptrdiff_t>(to * row_bytes));
+                }
+    }
+
     const io::GgufFile& file_;
+    std::shared_ptr<const void> owner_;  // keeps file_'s mapping alive for blocks() read in place
     std::map<std::string, Entry, std::less<>> entries_;
     std::deque<io::GgufTensor> slices_;  // the experts of stacked tensors; a deque keeps them in place
 };

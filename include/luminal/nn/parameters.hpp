@@ -6,16 +6,22 @@
 // both shapes) and hands every tensor to the runtime, as stored when the dtypes
 // match, converted exactly otherwise. A parameter may also be the stack of
 // several checkpoint tensors (per-expert MoE weights), or values the model
-// computes itself (RoPE frequencies), which no checkpoint holds.
+// computes itself (RoPE frequencies), which no checkpoint holds. A matrix the
+// model keeps quantized (quantize()) is an input of its u8 blocks, read
+// through Dequantize; bind() hands the runtime the checkpoint's blocks.
 #include "luminal/core/error.hpp"
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
+#include "luminal/graph/ops_custom.hpp"
+#include "luminal/lowering/quantized.hpp"
 #include "luminal/nn/checkpoint.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,14 +37,30 @@ struct Parameter {
     std::vector<std::string> stacked;
     // Values the model computes (no checkpoint tensor); used when non-empty.
     std::vector<float> computed;
+    // Set: `tensor` is the u8 blocks of this format.
+    std::optional<QuantFormat> format;
 };
 
 inline std::string shape_string(const Dims& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
 
 class ParameterSet {
 public:
+    // Matrices named here are kept in these formats; `q8_activations` as DequantizeOp's.
+    void quantize(std::map<std::string, QuantFormat, std::less<>> formats, bool q8_activations) {
+        quantized_ = std::move(formats);
+        q8_activations_ = q8_activations;
+    }
+
+    // The parameter as f32 (or `dtype`); a quantized matrix as Dequantize of its blocks.
     GraphTensor add(Graph& cx, std::string name, Dims shape, DType dtype = DType::F32) {
-        return push(cx, std::move(name), std::move(shape), dtype, {}, {});
+        const auto format = quantized_.find(name);
+        if (format == quantized_.end()) return push(cx, std::move(name), std::move(shape), dtype, {}, {});
+        check(shape.size() == 2, "quantized weights", "'{}' is {}: only matrices are kept quantized", name,
+              shape_string(shape));
+        const std::int64_t bytes = quantized_bytes(format->second, shape[0], shape[1]);
+        GraphTensor blocks = cx.named_tensor(name, {Expression(bytes)}, DType::U8);
+        parameters_.push_back({name, blocks, shape, {}, {}, format->second});
+        return custom_op(DequantizeOp{format->second, shape[0], shape[1], q8_activations_}, {blocks});
     }
     // One parameter holding checkpoint tensors `parts` (each of shape `part`) stacked.
     GraphTensor add_stacked(Graph& cx, std::string name, std::vector<std::string> parts, const Dims& part,
@@ -83,6 +105,19 @@ public:
         for (const Parameter& p : parameters_) {
             if (!p.computed.empty()) {
                 rt.set_data(p.tensor, p.computed);
+            } else if (p.format) {
+                check_shape(weights, p.name, p.shape);
+                if constexpr (requires { weights.blocks(p.name, *p.format); }) {
+                    const StoredBlocks blocks = weights.blocks(p.name, *p.format);
+                    if constexpr (requires { rt.borrow_bytes(p.tensor, blocks.bytes, blocks.owner); })
+                        rt.borrow_bytes(p.tensor, blocks.bytes, blocks.owner);
+                    else
+                        rt.set_bytes(p.tensor, blocks.bytes);
+                } else {
+                    throw Error(weights.location(), fmt::format("'{}' is to be kept as {} blocks, but this checkpoint "
+                                                                "holds no quantized tensors", p.name,
+                                                                io::name_of(*p.format)));
+                }
             } else if (p.stacked.empty()) {
                 check_shape(weights, p.name, p.shape);
                 if (const auto bytes = weights.bytes_as(p.name, p.tensor.dtype())) rt.set_bytes(p.tensor, *bytes);
@@ -105,7 +140,7 @@ private:
                      std::vector<float> computed) {
         Shape graph_shape(shape.begin(), shape.end());
         GraphTensor tensor = cx.named_tensor(name, graph_shape, dtype);
-        parameters_.push_back({std::move(name), tensor, std::move(shape), std::move(stacked), std::move(computed)});
+        parameters_.push_back({std::move(name), tensor, std::move(shape), std::move(stacked), std::move(computed), {}});
         return tensor;
     }
 
@@ -121,6 +156,8 @@ private:
     }
 
     std::vector<Parameter> parameters_;
+    std::map<std::string, QuantFormat, std::less<>> quantized_;
+    bool q8_activations_ = true;
 };
 
 }  // namespace luminal::nn

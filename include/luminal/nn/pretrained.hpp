@@ -21,6 +21,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,7 +43,8 @@ public:
         std::optional<io::ChatFamily> chat;
         if (file.metadata().contains("tokenizer.chat_template"))
             chat = io::chat_family_of_template(file.metadata().get_string("tokenizer.chat_template"));
-        return PretrainedModel(path, std::move(config), std::move(tokenizer), chat, std::move(file));
+        return PretrainedModel(path, std::move(config), std::move(tokenizer), chat,
+                               std::make_shared<const io::GgufFile>(std::move(file)));
     }
 
     const std::filesystem::path& path() const { return path_; }
@@ -58,11 +61,20 @@ public:
             if (text_layout_) return use(TextCheckpoint(SafetensorsCheckpoint(*safetensors), *text_layout_));
             return use(SafetensorsCheckpoint(*safetensors));
         }
-        return use(GgufCheckpoint(std::get<io::GgufFile>(weights_), config_));
+        const auto& gguf = std::get<std::shared_ptr<const io::GgufFile>>(weights_);
+        return use(GgufCheckpoint(*gguf, config_, gguf));
+    }
+
+    // The weight matrices stored in a block format luminal keeps quantized
+    // (ModelOptions::quantized); none for a Hugging Face directory.
+    std::map<std::string, QuantFormat, std::less<>> quantized_weights() const {
+        if (std::holds_alternative<io::SafetensorsModel>(weights_)) return {};
+        return GgufCheckpoint(*std::get<std::shared_ptr<const io::GgufFile>>(weights_), config_).quantized_formats();
     }
 
 private:
-    using Weights = std::variant<io::SafetensorsModel, io::GgufFile>;
+    // The GGUF file is shared with the runtimes that read its blocks in place.
+    using Weights = std::variant<io::SafetensorsModel, std::shared_ptr<const io::GgufFile>>;
 
     PretrainedModel(std::filesystem::path path, io::ModelConfig config, io::Tokenizer tokenizer,
                     std::optional<io::ChatFamily> chat, Weights weights)

@@ -44,7 +44,8 @@ public:
         position_ = 0;
     }
 
-    // Logits [tokens.size(), vocab], row-major, of `tokens` following the ones so far.
+    // Logits [tokens.size(), vocab], row-major, of `tokens` following the ones
+    // so far ([1, vocab] of the last one with ModelOptions::last_logits_only).
     std::vector<float> forward(std::span<const std::int32_t> tokens) {
         const auto count = static_cast<std::int64_t>(tokens.size());
         check(loaded_, "Session::forward", "no weights loaded; call load_weights first");

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "luminal/runtime/cpu_reduce.hpp"
+#include "luminal/runtime/cpu_thread_pool.hpp"
 #include "luminal/runtime/cpu_view.hpp"
 
 namespace luminal::cpu {
@@ -34,6 +35,7 @@ namespace luminal::cpu {
 struct MatmulScratch {
     std::vector<float> a, b, out, pack_a, pack_b;
     std::vector<std::int64_t> ia, ib, iout;
+    ThreadPool* pool = nullptr;  // f32 GEMMs split their output columns over it
 };
 
 namespace matmul_detail {
@@ -48,7 +50,13 @@ using RowMap = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dyna
                           Eigen::OuterStride<>>;
 using ColMap = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>, 0,
                           Eigen::OuterStride<>>;
-using OutMap = Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+using OutMap = Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                          Eigen::OuterStride<>>;
+
+// Multiply-adds below which a GEMM runs on the calling thread alone.
+inline constexpr std::int64_t kParallelGemmWork = 1 << 18;
+// Output columns per thread at least.
+inline constexpr std::int64_t kGemmColumnGrain = 32;
 
 // Calls f with an Eigen map of the slice, packing it when no map fits.
 template <typename F>
@@ -63,14 +71,25 @@ void with_map(Slice s, std::vector<float>& pack, F&& f) {
     f(RowMap(pack.data(), s.rows, s.cols, Eigen::OuterStride<>(s.cols)));
 }
 
+// out [a.rows, b.rows] = a b^T; a large product splits b's rows (the output's
+// columns) over the pool, each part one Eigen GEMM.
 inline void gemm(const Slice& a, const Slice& b, float* out, MatmulScratch& scratch) {
-    OutMap c(out, a.rows, b.rows);
     if (a.cols == 0) {
-        c.setZero();
+        OutMap(out, a.rows, b.rows, Eigen::OuterStride<>(b.rows)).setZero();
         return;
     }
-    with_map(a, scratch.pack_a, [&](const auto& am) {
-        with_map(b, scratch.pack_b, [&](const auto& bm) { c.noalias() = am * bm.transpose(); });
+    auto columns = [&](std::int64_t j0, std::int64_t j1, std::vector<float>& pack_a, std::vector<float>& pack_b) {
+        OutMap c(out + j0, a.rows, j1 - j0, Eigen::OuterStride<>(b.rows));
+        const Slice part{b.data + j0 * b.rs, j1 - j0, b.cols, b.rs, b.cs};
+        with_map(a, pack_a, [&](const auto& am) {
+            with_map(part, pack_b, [&](const auto& bm) { c.noalias() = am * bm.transpose(); });
+        });
+    };
+    if (!scratch.pool || scratch.pool->size() == 1 || a.rows * b.rows * a.cols < kParallelGemmWork)
+        return columns(0, b.rows, scratch.pack_a, scratch.pack_b);
+    scratch.pool->parallel_for(b.rows, kGemmColumnGrain, [&](std::int64_t j0, std::int64_t j1) {
+        thread_local std::vector<float> pack_a, pack_b;
+        columns(j0, j1, pack_a, pack_b);
     });
 }
 

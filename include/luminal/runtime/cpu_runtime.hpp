@@ -7,7 +7,10 @@
 // runs on Eigen's GEMM, and intermediate buffers are recycled by liveness
 // (cpu_memory.hpp). A carried Output (Graph::carry) that is a Scatter into its
 // own Input (a KV cache write) shares that Input's buffer, so a step writes only
-// its new rows. Single-threaded and deterministic.
+// its new rows. Block-quantized weights are read as blocks (cpu_quantized.hpp).
+// Products, quantized ops and large elementwise regions run on the runtime's
+// thread pool (CpuOptions::threads), split so that results do not depend on
+// the thread count: deterministic.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +32,8 @@
 #include "luminal/runtime/cpu_matmul.hpp"
 #include "luminal/runtime/cpu_op.hpp"
 #include "luminal/runtime/cpu_memory.hpp"
+#include "luminal/runtime/cpu_quantized.hpp"
+#include "luminal/runtime/cpu_thread_pool.hpp"
 #include "luminal/runtime/cpu_reduce.hpp"
 #include "luminal/runtime/cpu_rules.hpp"
 #include "luminal/runtime/cpu_view.hpp"
@@ -39,8 +44,24 @@
 
 namespace luminal {
 
+struct CpuOptions {
+    std::size_t threads = 0;  // the pool's width; 0 = the machine's hardware threads
+    // The vector instructions the quantized kernels use; the best this CPU has by default.
+    cpu::quant::Isa isa = cpu::quant::best_isa();
+};
+
 class CpuRuntime {
 public:
+    CpuRuntime() : CpuRuntime(CpuOptions{}) {}
+    explicit CpuRuntime(const CpuOptions& options)
+        : isa_(options.isa), threads_(options.threads) {
+        check(cpu::quant::supports(isa_), "CpuRuntime", "this CPU cannot run the {} kernels",
+              cpu::quant::name_of(isa_));
+    }
+
+    std::size_t threads() const { return threads_->size(); }
+    cpu::quant::Isa isa() const { return isa_; }
+
     // The search picks among core rewrites and the CPU kernels (Matmul, fused regions).
     using Rules = egraph::CpuRules;
 
@@ -102,8 +123,21 @@ public:
     void set_bytes(const GraphTensor& t, std::span<const std::byte> bytes) {
         std::uint32_t index = input_index(nodes_, t.id());
         std::size_t count = byte_input_count(nodes_[index].spec, bytes.size(), index);
-        InputData in{cpu::AlignedBuffer(bytes.size()), static_cast<std::int64_t>(count)};
+        InputData in{cpu::AlignedBuffer(bytes.size()), static_cast<std::int64_t>(count), nullptr, {}};
         if (!bytes.empty()) std::memcpy(in.buffer.data(), bytes.data(), bytes.size());
+        bind_input(index, std::move(in));
+    }
+
+    // As set_bytes, without the copy: the runtime reads `bytes` where they are
+    // (a memory-mapped weight file) and keeps `owner` alive while it does.
+    // Not for carried inputs, which the runtime writes.
+    void borrow_bytes(const GraphTensor& t, std::span<const std::byte> bytes, std::shared_ptr<const void> owner) {
+        std::uint32_t index = input_index(nodes_, t.id());
+        for (auto [output, input] : carried_)
+            check(input != index, "CpuRuntime::borrow_bytes", "input '{}' is carried state, which the runtime writes: "
+                  "bind it with set_bytes", nodes_[index].spec.op.label);
+        std::size_t count = byte_input_count(nodes_[index].spec, bytes.size(), index);
+        InputData in{cpu::AlignedBuffer{}, static_cast<std::int64_t>(count), bytes.data(), std::move(owner)};
         bind_input(index, std::move(in));
     }
 
@@ -121,7 +155,7 @@ public:
                 check(inputs_[id]->count == n, "CpuRuntime::execute",
                       "input '{}' (node {}) has {} values but its shape {} needs {}", node.op.label, node.hlir,
                       inputs_[id]->count, to_string(node.shape), n);
-                data_[id] = inputs_[id]->buffer.data();
+                data_[id] = inputs_[id]->data();
                 continue;
             }
             std::size_t bytes = static_cast<std::size_t>(n) * size_of(node.dtype);
@@ -185,7 +219,10 @@ public:
     std::size_t peak_bytes() const { return pool_.held_bytes(); }
 
 private:
-    enum class Exec { Input, Output, Constant, Elementwise, Reduce, Gather, Scatter, Matmul, UserOp };
+    enum class Exec {
+        Input, Output, Constant, Elementwise, Reduce, Gather, Scatter, Matmul, UserOp,
+        QuantizedMatmul, QuantizedGather, Dequantize
+    };
     using UserKernel = std::function<void(const OpPayload&, const CpuOpCall&)>;
     static constexpr cpu::BufferPool::BlockId kNoBlock = ~cpu::BufferPool::BlockId{0};
 
@@ -202,6 +239,10 @@ private:
     struct InputData {
         cpu::AlignedBuffer buffer;
         std::int64_t count = 0;
+        const std::byte* borrowed = nullptr;  // borrow_bytes: read in place, never written
+        std::shared_ptr<const void> owner{};
+        // Kernels take inputs as std::byte*; a borrowed input is only read.
+        std::byte* data() { return borrowed ? const_cast<std::byte*>(borrowed) : buffer.data(); }
     };
 
     // Decides how a node runs; elementwise primitives become one-step programs.
@@ -215,6 +256,14 @@ private:
         if (spec.payload_as<MatmulOp>()) {
             check(node.sources.size() == 2, "CpuRuntime::load", "Matmul node {} needs 2 inputs", id);
             p.exec = Exec::Matmul;
+            return p;
+        }
+        if (spec.payload_as<QuantizedMatmulOp>() || spec.payload_as<QuantizedGatherOp>() || spec.payload_as<DequantizeOp>()) {
+            p.exec = spec.payload_as<QuantizedMatmulOp>()   ? Exec::QuantizedMatmul
+                     : spec.payload_as<QuantizedGatherOp>() ? Exec::QuantizedGather
+                                                            : Exec::Dequantize;
+            check(node.sources.size() == (p.exec == Exec::Dequantize ? 1u : 2u), "CpuRuntime::load",
+                  "{} node {} has {} inputs", spec.op.name(), id, node.sources.size());
             return p;
         }
         if (const auto* fused = spec.payload_as<FusedElementwiseOp>()) {
@@ -340,7 +389,8 @@ private:
         std::uint32_t index = input_index(nodes_, t.id());
         const NodeSpec& node = nodes_[index].spec;
         check_input_length(node, values.size(), index);
-        InputData in{cpu::AlignedBuffer(values.size() * size_of(node.dtype)), static_cast<std::int64_t>(values.size())};
+        InputData in{cpu::AlignedBuffer(values.size() * size_of(node.dtype)), static_cast<std::int64_t>(values.size()),
+                     nullptr, {}};
         cpu::visit_dtype(node.dtype, [&]<DType D>(cpu::DTypeTag<D>) {
             auto* out = reinterpret_cast<cpu::storage_t<D>*>(in.buffer.data());
             for (std::size_t i = 0; i < values.size(); ++i) {
@@ -395,11 +445,16 @@ private:
     std::vector<std::int64_t> numel_;
     std::vector<cpu::BufferPool::BlockId> block_;
     cpu::BufferPool pool_;
-    cpu::FusedScratch fused_scratch_;
+    // Elements per thread at least in an elementwise region: below, waking costs more.
+    static constexpr std::int64_t kElementwiseGrain = 1 << 14;
+    std::vector<cpu::FusedScratch> fused_scratch_;  // one per thread
     cpu::ReduceScratch reduce_scratch_;
     cpu::MatmulScratch matmul_scratch_;
     cpu::IndexScratch index_scratch_;
+    cpu::QuantScratch quant_scratch_;
     std::unordered_map<OpSymbol, UserKernel> user_ops_;
+    cpu::quant::Isa isa_;
+    cpu::OwnedThreadPool threads_;
 };
 
 inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims) {
@@ -441,7 +496,10 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
             std::vector<const std::byte*> sources;
             for (std::uint32_t s : node.sources) sources.push_back(data_[s]);
             cpu::FusedKernel::Bound bound = p.kernel->bind(std::move(views), std::move(sources), dims);
-            p.kernel->run(bound, out, 0, n, fused_scratch_);
+            fused_scratch_.resize(static_cast<std::size_t>(threads_->max_parts()));
+            threads_->parallel_parts(n, kElementwiseGrain, [&](std::int64_t part, std::int64_t begin, std::int64_t end) {
+                p.kernel->run(bound, out, begin, end, fused_scratch_[static_cast<std::size_t>(part)]);
+            });
             return;
         }
         case Exec::Reduce:
@@ -471,11 +529,31 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
                              out, n, id, index_scratch_);
             return;
         case Exec::Matmul:
+            matmul_scratch_.pool = threads_.get();
             cpu::matmul(source_dtype(0), data_[node.sources[0]], spec.views[0], source_dtype(1),
                         data_[node.sources[1]], spec.views[1], dims, spec.dtype, out, n, id, matmul_scratch_);
             return;
         case Exec::UserOp:
             run_user_op(id, std::move(views), dims);
+            return;
+        case Exec::QuantizedMatmul: {
+            const std::uint32_t blocks = node.sources[1];
+            check(source_dtype(1) == DType::U8, "QuantizedMatmul", "node {}: blocks must be u8", id);
+            cpu::quantized_matmul(*spec.payload_as<QuantizedMatmulOp>(), source_dtype(0), data_[node.sources[0]],
+                                  views[0], data_[blocks], views[1], reinterpret_cast<float*>(out), n, id, isa_,
+                                  *threads_, quant_scratch_);
+            return;
+        }
+        case Exec::QuantizedGather:
+            check(source_dtype(0) == DType::U8, "QuantizedGather", "node {}: blocks must be u8", id);
+            cpu::quantized_gather(*spec.payload_as<QuantizedGatherOp>(), data_[node.sources[0]], views[0],
+                                  source_dtype(1), data_[node.sources[1]], views[1], reinterpret_cast<float*>(out), n,
+                                  id, quant_scratch_);
+            return;
+        case Exec::Dequantize:
+            check(source_dtype(0) == DType::U8, "Dequantize", "node {}: blocks must be u8", id);
+            cpu::dequantize(*spec.payload_as<DequantizeOp>(), data_[node.sources[0]], views[0],
+                            reinterpret_cast<float*>(out), n, id, isa_, *threads_);
             return;
     }
 }
@@ -490,7 +568,8 @@ inline void CpuRuntime::run_user_op(std::uint32_t id, std::vector<cpu::StridedVi
         const std::int64_t count = views[k].numel();
         copies.emplace_back(static_cast<std::size_t>(count) * size_of(t));
         cpu::FusedKernel::Bound bound = p.gathers[k]->bind({views[k]}, {data_[node.sources[k]]}, dims);
-        p.gathers[k]->run(bound, copies.back().data(), 0, count, fused_scratch_);
+        fused_scratch_.resize(std::max<std::size_t>(fused_scratch_.size(), 1));
+        p.gathers[k]->run(bound, copies.back().data(), 0, count, fused_scratch_[0]);
         std::vector<std::int64_t> dims_k;
         for (auto& d : node.spec.views[k].dims()) dims_k.push_back(d.eval(dims));
         inputs.push_back(CpuTensor{t, std::move(dims_k), copies.back().data()});

@@ -1,7 +1,7 @@
 """The measurement loop every Python peer runs, written once; examples/generate runs the
 same protocol in C++:
   prefill  `iters` times from an empty KV cache: one batched forward of all prompt ids
-           (logits of every position, as ours computes) + argmax of the last row; each is
+           (logits of the last position, as ours computes) + their argmax; each is
            one TTFT sample (the suite drops the first `warmups` of them);
   decode   from the last prefill, decode_tokens + 1 greedy single-token steps (forward +
            argmax); the first is an untimed warm-up, the rest are the TPOT samples."""

@@ -2,7 +2,8 @@
 inductor), on the CPU or a CUDA device. Both use a StaticCache sized for the run, so
 prefill and decode see fixed shapes and torch.compile compiles once per shape; f32
 throughout (a GGUF file is dequantized to f32 by transformers). Reading the picked token
-back (int(argmax)) waits for the device, so every sample ends when its token is known."""
+back (int(argmax)) waits for the device, so every sample ends when its token is known. The
+prefill computes the last position's logits only (logits_to_keep=1), as ours does."""
 from __future__ import annotations
 
 import os
@@ -43,7 +44,8 @@ def main() -> None:
     prompt_positions = torch.arange(len(args.prompt_ids), device=device)
 
     def prefill(_ids: list[int]) -> int:
-        out = forward(input_ids=prompt, past_key_values=cache, cache_position=prompt_positions, use_cache=True)
+        out = forward(input_ids=prompt, past_key_values=cache, cache_position=prompt_positions, use_cache=True,
+                      logits_to_keep=1)
         return int(out.logits[0, -1].argmax())
 
     def step(token: int, position: int) -> int:

@@ -1,0 +1,168 @@
+#pragma once
+// Block products of quantized weights (Q8_0, Q4_0, Q4_1; lowering/quantized.hpp)
+// in portable C++: the path every CPU runs, and what the tests hold the SIMD
+// paths (cpu_quant_simd.hpp) to.
+//
+// A weight row of k elements is k / 32 blocks. With 8-bit activations each
+// block of a row of x is d_x (f32) and 32 int8 q_x, plus s_x = d_x * sum(q_x),
+// so that for a weight block with scale d_w (and Q4_1's offset m_w):
+//   Q8_0: d_w d_x sum(q_w q_x)
+//   Q4_0: d_w d_x sum(n q_x) - 8 d_w s_x          (n: the 4-bit values, x = d (n - 8))
+//   Q4_1: d_w d_x sum(n q_x) + m_w s_x            (x = d n + m)
+// With f32 activations a block is decoded to floats and multiplied.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "luminal/core/dtype.hpp"
+#include "luminal/lowering/quantized.hpp"
+
+namespace luminal::cpu::quant {
+
+// Rows of activations rounded to Q8 blocks: row i's block b is scale[i * blocks + b],
+// sum[i * blocks + b] (= scale * the sum of its quants) and q[(i * blocks + b) * 32 ..].
+struct Q8Rows {
+    std::int64_t rows = 0, blocks = 0;
+    std::vector<float> scale, sum;
+    std::vector<std::int8_t> q;
+    const std::int8_t* quants(std::int64_t row, std::int64_t block) const {
+        return q.data() + (row * blocks + block) * kQuantBlock;
+    }
+};
+
+// Rounds rows [begin, end) of x ([rows, k], row stride `stride`) into `out`,
+// sized for them already; d = max|x| / 127, q = round-half-away(x / d).
+inline void quantize_rows(const float* x, std::int64_t k, std::int64_t stride, std::int64_t begin, std::int64_t end,
+                          Q8Rows& out) {
+    const std::int64_t blocks = k / kQuantBlock;
+    for (std::int64_t i = begin; i < end; ++i)
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const float* v = x + i * stride + b * kQuantBlock;
+            float amax = 0;
+            for (std::int64_t e = 0; e < kQuantBlock; ++e) amax = std::max(amax, std::fabs(v[e]));
+            const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+            std::int8_t* q = out.q.data() + (i * blocks + b) * kQuantBlock;
+            int sum = 0;
+            for (std::int64_t e = 0; e < kQuantBlock; ++e) {
+                q[e] = static_cast<std::int8_t>(std::round(v[e] * id));
+                sum += q[e];
+            }
+            out.scale[i * blocks + b] = d;
+            out.sum[i * blocks + b] = d * static_cast<float>(sum);
+        }
+}
+
+inline void size_rows(std::int64_t rows, std::int64_t k, Q8Rows& out) {
+    out.rows = rows;
+    out.blocks = k / kQuantBlock;
+    out.scale.resize(static_cast<std::size_t>(rows * out.blocks));
+    out.sum.resize(out.scale.size());
+    out.q.resize(static_cast<std::size_t>(rows * k));
+}
+
+inline float f16_at(const std::byte* p) {
+    std::uint16_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return f16_bits_to_f32(bits);
+}
+
+template <QuantFormat F>
+inline constexpr std::int64_t block_bytes = io::layout_of(F).block_bytes;
+// Where a block's quants start, after its f16 scale (and offset).
+template <QuantFormat F>
+inline constexpr std::int64_t quants_offset = F == QuantFormat::Q4_1 ? 4 : 2;
+
+// The 32 integer values of a weight block: Q8_0's int8, Q4's 4-bit n.
+template <QuantFormat F>
+inline void block_values(const std::byte* block, int* values) {
+    const std::byte* q = block + quants_offset<F>;
+    if constexpr (F == QuantFormat::Q8_0) {
+        for (int e = 0; e < 32; ++e) values[e] = static_cast<std::int8_t>(q[e]);
+    } else {
+        for (int e = 0; e < 16; ++e) {
+            const auto packed = static_cast<std::uint8_t>(q[e]);
+            values[e] = packed & 0x0F;
+            values[e + 16] = packed >> 4;
+        }
+    }
+}
+
+// Weight row `w` (k / 32 blocks) · row `i` of the Q8 activations.
+template <QuantFormat F>
+float q8_row_dot(const std::byte* w, const Q8Rows& x, std::int64_t i) {
+    float acc = 0;
+    int values[32];
+    for (std::int64_t b = 0; b < x.blocks; ++b) {
+        const std::byte* block = w + b * block_bytes<F>;
+        block_values<F>(block, values);
+        const std::int8_t* q = x.quants(i, b);
+        int dot = 0;
+        for (int e = 0; e < 32; ++e) dot += values[e] * q[e];
+        const float dw = f16_at(block), dx = x.scale[i * x.blocks + b], sx = x.sum[i * x.blocks + b];
+        acc += dw * dx * static_cast<float>(dot);
+        if constexpr (F == QuantFormat::Q4_0) acc -= 8 * dw * sx;
+        if constexpr (F == QuantFormat::Q4_1) acc += f16_at(block + 2) * sx;
+    }
+    return acc;
+}
+
+// Decodes a block to 32 floats (as io's decoders do).
+template <QuantFormat F>
+inline void decode_block(const std::byte* block, float* out) {
+    int values[32];
+    block_values<F>(block, values);
+    const float d = f16_at(block);
+    for (int e = 0; e < 32; ++e) {
+        if constexpr (F == QuantFormat::Q8_0) out[e] = d * static_cast<float>(values[e]);
+        if constexpr (F == QuantFormat::Q4_0) out[e] = d * static_cast<float>(values[e] - 8);
+        if constexpr (F == QuantFormat::Q4_1) out[e] = d * static_cast<float>(values[e]) + f16_at(block + 2);
+    }
+}
+
+// Weight row `w` · x (k f32 values).
+template <QuantFormat F>
+float f32_row_dot(const std::byte* w, const float* x, std::int64_t k) {
+    float acc = 0, decoded[32];
+    for (std::int64_t b = 0; b < k / kQuantBlock; ++b) {
+        decode_block<F>(w + b * block_bytes<F>, decoded);
+        for (int e = 0; e < 32; ++e) acc += decoded[e] * x[b * kQuantBlock + e];
+    }
+    return acc;
+}
+
+// What one call computes: out[i * out_stride + j] for rows i of the
+// activations and weight rows j in [j_begin, j_end).
+struct ProductTask {
+    const std::byte* weight;  // row j at weight + j * row_bytes
+    std::int64_t row_bytes, k;
+    std::int64_t j_begin, j_end;
+    float* out;
+    std::int64_t out_stride;
+};
+
+template <QuantFormat F>
+void q8_product_scalar(const ProductTask& t, const Q8Rows& x) {
+    for (std::int64_t j = t.j_begin; j < t.j_end; ++j)
+        for (std::int64_t i = 0; i < x.rows; ++i)
+            t.out[i * t.out_stride + j] = q8_row_dot<F>(t.weight + j * t.row_bytes, x, i);
+}
+
+template <QuantFormat F>
+void f32_product_scalar(const ProductTask& t, const float* x, std::int64_t m, std::int64_t x_stride) {
+    for (std::int64_t j = t.j_begin; j < t.j_end; ++j)
+        for (std::int64_t i = 0; i < m; ++i)
+            t.out[i * t.out_stride + j] = f32_row_dot<F>(t.weight + j * t.row_bytes, x + i * x_stride, t.k);
+}
+
+// Rows [j_begin, j_end) of the weight decoded into panel[(j - j_begin) * k ..].
+template <QuantFormat F>
+void decode_rows_scalar(const ProductTask& t, float* panel) {
+    for (std::int64_t j = t.j_begin; j < t.j_end; ++j)
+        for (std::int64_t b = 0; b < t.k / kQuantBlock; ++b)
+            decode_block<F>(t.weight + j * t.row_bytes + b * block_bytes<F>, panel + (j - t.j_begin) * t.k + b * kQuantBlock);
+}
+
+}  // namespace luminal::cpu::quant

@@ -1,0 +1,323 @@
+#pragma once
+// The block products of cpu_quant_scalar.hpp with x86 vector instructions,
+// chosen at run time (the headers are compiled with the user's flags, which
+// need not enable AVX2): each kernel is a function compiled for its own target
+// (__attribute__((target))) and called only where the CPU reports the
+// features (__builtin_cpu_supports).
+//
+//  * Avx2: a weight block's 32 values in one 256-bit register, multiplied with
+//    the int8 activations by vpmaddubsw (u8 x s8 pairs to i16) and vpmaddwd
+//    (to i32); Q8_0's signed weights go through the |w|, sign(x, w) identity.
+//  * Avx512Vnni: the same with vpdpbusd (u8 x s8, four products summed into
+//    i32 in one instruction; AVX512-VNNI with AVX512VL's 256-bit form).
+// Up to 4 activation rows share each decoded weight block.
+#include <cstdint>
+
+#include "luminal/runtime/cpu_quant_scalar.hpp"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define LUMINAL_QUANT_X86 1
+#include <immintrin.h>
+#endif
+
+namespace luminal::cpu::quant {
+
+enum class Isa { Scalar, Avx2, Avx512Vnni };
+
+inline const char* name_of(Isa isa) {
+    switch (isa) {
+        case Isa::Avx2: return "avx2";
+        case Isa::Avx512Vnni: return "avx512vnni";
+        default: return "scalar";
+    }
+}
+
+// Whether this CPU runs `isa`'s kernels.
+inline bool supports(Isa isa) {
+#ifdef LUMINAL_QUANT_X86
+    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                             __builtin_cpu_supports("f16c");
+    static const bool vnni = avx2 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+                             __builtin_cpu_supports("avx512bw");
+    if (isa == Isa::Avx2) return avx2;
+    if (isa == Isa::Avx512Vnni) return vnni;
+#else
+    if (isa != Isa::Scalar) return false;
+#endif
+    return true;
+}
+
+inline Isa best_isa() {
+    if (supports(Isa::Avx512Vnni)) return Isa::Avx512Vnni;
+    if (supports(Isa::Avx2)) return Isa::Avx2;
+    return Isa::Scalar;
+}
+
+#ifdef LUMINAL_QUANT_X86
+#define LUMINAL_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define LUMINAL_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+
+namespace simd_detail {
+
+LUMINAL_AVX2 inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+LUMINAL_AVX2 inline float f16(const std::byte* p) {
+    std::uint16_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return _cvtsh_ss(bits);
+}
+
+// A weight block's 32 values: Q8_0's int8 as they are, Q4's nibbles as bytes
+// 0-15 (elements 0-15 from the low nibbles, 16-31 from the high ones).
+template <QuantFormat F>
+LUMINAL_AVX2 inline __m256i block_values(const std::byte* block) {
+    const std::byte* q = block + quants_offset<F>;
+    if constexpr (F == QuantFormat::Q8_0) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    } else {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+        const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+        return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+    }
+}
+
+// sum over 8-lane groups of w * x (as i32 lanes): w unsigned for Q4, signed for Q8_0.
+template <QuantFormat F>
+LUMINAL_AVX2 inline __m256i dot_avx2(__m256i w, __m256i x) {
+    __m256i pairs;
+    if constexpr (F == QuantFormat::Q8_0) pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    else pairs = _mm256_maddubs_epi16(w, x);
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+template <QuantFormat F>
+LUMINAL_VNNI inline __m256i dot_vnni(__m256i w, __m256i x) {
+    if constexpr (F == QuantFormat::Q8_0)
+        return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    else return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x);
+}
+
+// R activation rows starting at i0 times weight row w: out[r * out_stride].
+// One body for both ISAs: Dot is dot_avx2 or dot_vnni. Even and odd blocks
+// accumulate apart, so a single row (decode) is not bound by the latency of
+// one chain of FMAs.
+#define LUMINAL_Q8_ROWS_BODY(DOT)                                                                         \
+    __m256 acc[R][2];                                                                                     \
+    float offset[R][2];                                                                                   \
+    for (int r = 0; r < R; ++r)                                                                           \
+        for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_setzero_ps(), offset[r][h] = 0;                    \
+    for (std::int64_t b = 0; b < x.blocks; ++b) {                                                         \
+        const int h = static_cast<int>(b & 1);                                                            \
+        const std::byte* block = w + b * block_bytes<F>;                                                  \
+        const __m256i values = block_values<F>(block);                                                    \
+        const float dw = f16(block);                                                                      \
+        [[maybe_unused]] const float mw = F == QuantFormat::Q4_1 ? f16(block + 2) : 0.0f;                  \
+        for (int r = 0; r < R; ++r) {                                                                     \
+            const std::int64_t at = (i0 + r) * x.blocks + b;                                              \
+            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + at * 32)); \
+            const __m256 scale = _mm256_set1_ps(dw * x.scale[at]);                                        \
+            acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT<F>(values, q)), scale, acc[r][h]);         \
+            if constexpr (F == QuantFormat::Q4_0) offset[r][h] -= 8 * dw * x.sum[at];                     \
+            if constexpr (F == QuantFormat::Q4_1) offset[r][h] += mw * x.sum[at];                         \
+        }                                                                                                 \
+    }                                                                                                     \
+    for (int r = 0; r < R; ++r)                                                                           \
+        out[r * out_stride] = hsum(_mm256_add_ps(acc[r][0], acc[r][1])) + (offset[r][0] + offset[r][1]);
+
+template <QuantFormat F, int R>
+LUMINAL_AVX2 void q8_rows_avx2(const std::byte* w, const Q8Rows& x, std::int64_t i0, float* out,
+                               std::int64_t out_stride) {
+    LUMINAL_Q8_ROWS_BODY(dot_avx2)
+}
+
+template <QuantFormat F, int R>
+LUMINAL_VNNI void q8_rows_vnni(const std::byte* w, const Q8Rows& x, std::int64_t i0, float* out,
+                               std::int64_t out_stride) {
+    LUMINAL_Q8_ROWS_BODY(dot_vnni)
+}
+#undef LUMINAL_Q8_ROWS_BODY
+
+// Each weight row j, activations in tiles of 4 rows (then 2, 1).
+#define LUMINAL_Q8_PRODUCT_BODY(ROWS)                                                                  \
+    for (std::int64_t j = t.j_begin; j < t.j_end; ++j) {                                               \
+        const std::byte* w = t.weight + j * t.row_bytes;                                               \
+        std::int64_t i = 0;                                                                            \
+        for (; i + 4 <= x.rows; i += 4) ROWS<F, 4>(w, x, i, t.out + i * t.out_stride + j, t.out_stride); \
+        for (; i + 2 <= x.rows; i += 2) ROWS<F, 2>(w, x, i, t.out + i * t.out_stride + j, t.out_stride); \
+        for (; i < x.rows; ++i) ROWS<F, 1>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);        \
+    }
+
+template <QuantFormat F>
+LUMINAL_AVX2 void q8_product_avx2(const ProductTask& t, const Q8Rows& x) {
+    LUMINAL_Q8_PRODUCT_BODY(q8_rows_avx2)
+}
+
+template <QuantFormat F>
+LUMINAL_VNNI void q8_product_vnni(const ProductTask& t, const Q8Rows& x) {
+    LUMINAL_Q8_PRODUCT_BODY(q8_rows_vnni)
+}
+#undef LUMINAL_Q8_PRODUCT_BODY
+
+// quantize_rows (cpu_quant_scalar.hpp) with AVX2: the same d, q and sums
+// (roundf's half-away-from-zero rounding, computed exactly from the truncation).
+LUMINAL_AVX2 inline void quantize_rows_avx2(const float* x, std::int64_t k, std::int64_t stride, std::int64_t begin,
+                                            std::int64_t end, Q8Rows& out) {
+    const std::int64_t blocks = k / kQuantBlock;
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    for (std::int64_t i = begin; i < end; ++i)
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const float* v = x + i * stride + b * kQuantBlock;
+            __m256 values[4], amax = _mm256_setzero_ps();
+            for (int c = 0; c < 4; ++c) {
+                values[c] = _mm256_loadu_ps(v + 8 * c);
+                amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, values[c]));
+            }
+            __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+            m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+            m = _mm_max_ss(m, _mm_movehdup_ps(m));
+            const float d = _mm_cvtss_f32(m) / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+            const __m256 inverse = _mm256_set1_ps(id);
+            __m256i q[4], sum = _mm256_setzero_si256();
+            for (int c = 0; c < 4; ++c) {
+                const __m256 scaled = _mm256_mul_ps(values[c], inverse);
+                const __m256 truncated = _mm256_round_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                const __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, _mm256_sub_ps(scaled, truncated)), half,
+                                                  _CMP_GE_OQ);
+                const __m256 step = _mm256_and_ps(away, _mm256_or_ps(one, _mm256_and_ps(sign_bit, scaled)));
+                q[c] = _mm256_cvtps_epi32(_mm256_add_ps(truncated, step));
+                sum = _mm256_add_epi32(sum, q[c]);
+            }
+            // int32 -> int8 in element order: packs interleave 128-bit lanes, the permute undoes it.
+            const __m256i words = _mm256_packs_epi32(q[0], q[1]), words_high = _mm256_packs_epi32(q[2], q[3]);
+            const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(words, words_high),
+                                                              _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q.data() + (i * blocks + b) * kQuantBlock), bytes);
+            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+            out.scale[i * blocks + b] = d;
+            out.sum[i * blocks + b] = d * static_cast<float>(_mm_cvtsi128_si32(s));
+        }
+}
+
+// A block decoded to 4 x 8 floats.
+template <QuantFormat F>
+LUMINAL_AVX2 inline void decode_block_avx2(const std::byte* block, __m256* out) {
+    const std::byte* q = block + quants_offset<F>;
+    const __m256 d = _mm256_set1_ps(f16(block));
+    if constexpr (F == QuantFormat::Q8_0) {
+        for (int c = 0; c < 4; ++c) {
+            const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * c));
+            out[c] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)));
+        }
+    } else {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        const __m128i low = _mm_and_si128(packed, mask), high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
+        const __m128i parts[4] = {low, _mm_srli_si128(low, 8), high, _mm_srli_si128(high, 8)};
+        for (int c = 0; c < 4; ++c) {
+            const __m256 n = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(parts[c]));
+            if constexpr (F == QuantFormat::Q4_0) out[c] = _mm256_mul_ps(d, _mm256_sub_ps(n, _mm256_set1_ps(8)));
+            else out[c] = _mm256_fmadd_ps(d, n, _mm256_set1_ps(f16(block + 2)));
+        }
+    }
+}
+
+// f32 activations, 4 rows at a time, times weight rows [j_begin, j_end); two
+// accumulators per row so that one row is not bound by FMA latency.
+template <QuantFormat F>
+LUMINAL_AVX2 void f32_product_avx2(const ProductTask& t, const float* x, std::int64_t m, std::int64_t x_stride) {
+    constexpr int kMaxRows = 4;
+    for (std::int64_t i0 = 0; i0 < m; i0 += kMaxRows) {
+        const int rows = static_cast<int>(std::min<std::int64_t>(kMaxRows, m - i0));
+        for (std::int64_t j = t.j_begin; j < t.j_end; ++j) {
+            const std::byte* w = t.weight + j * t.row_bytes;
+            __m256 acc[kMaxRows][2];
+            for (int r = 0; r < rows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+            for (std::int64_t b = 0; b < t.k / kQuantBlock; ++b) {
+                __m256 values[4];
+                decode_block_avx2<F>(w + b * block_bytes<F>, values);
+                for (int r = 0; r < rows; ++r) {
+                    const float* xr = x + (i0 + r) * x_stride + b * kQuantBlock;
+                    for (int c = 0; c < 4; ++c)
+                        acc[r][c & 1] = _mm256_fmadd_ps(values[c], _mm256_loadu_ps(xr + 8 * c), acc[r][c & 1]);
+                }
+            }
+            for (int r = 0; r < rows; ++r) t.out[(i0 + r) * t.out_stride + j] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+        }
+    }
+}
+
+template <QuantFormat F>
+LUMINAL_AVX2 void decode_rows_avx2(const ProductTask& t, float* panel) {
+    for (std::int64_t j = t.j_begin; j < t.j_end; ++j)
+        for (std::int64_t b = 0; b < t.k / kQuantBlock; ++b) {
+            __m256 values[4];
+            decode_block_avx2<F>(t.weight + j * t.row_bytes + b * block_bytes<F>, values);
+            float* to = panel + (j - t.j_begin) * t.k + b * kQuantBlock;
+            for (int c = 0; c < 4; ++c) _mm256_storeu_ps(to + 8 * c, values[c]);
+        }
+}
+
+}  // namespace simd_detail
+#undef LUMINAL_AVX2
+#undef LUMINAL_VNNI
+#endif
+
+// Rows [begin, end) of x rounded to Q8 blocks (quantize_rows) on `isa`.
+inline void quantize_rows(Isa isa, const float* x, std::int64_t k, std::int64_t stride, std::int64_t begin,
+                          std::int64_t end, Q8Rows& out) {
+#ifdef LUMINAL_QUANT_X86
+    if (isa != Isa::Scalar) return simd_detail::quantize_rows_avx2(x, k, stride, begin, end, out);
+#endif
+    (void)isa;
+    quantize_rows(x, k, stride, begin, end, out);
+}
+
+// The products on `isa` (which the CPU must support; see supports()).
+template <QuantFormat F>
+void q8_product(Isa isa, const ProductTask& t, const Q8Rows& x) {
+#ifdef LUMINAL_QUANT_X86
+    if (isa == Isa::Avx512Vnni) return simd_detail::q8_product_vnni<F>(t, x);
+    if (isa == Isa::Avx2) return simd_detail::q8_product_avx2<F>(t, x);
+#endif
+    (void)isa;
+    q8_product_scalar<F>(t, x);
+}
+
+// f32 activations; the AVX2 kernel serves the VNNI level too (no integer products here).
+template <QuantFormat F>
+void f32_product(Isa isa, const ProductTask& t, const float* x, std::int64_t m, std::int64_t x_stride) {
+#ifdef LUMINAL_QUANT_X86
+    if (isa != Isa::Scalar) return simd_detail::f32_product_avx2<F>(t, x, m, x_stride);
+#endif
+    (void)isa;
+    f32_product_scalar<F>(t, x, m, x_stride);
+}
+
+template <QuantFormat F>
+void decode_rows(Isa isa, const ProductTask& t, float* panel) {
+#ifdef LUMINAL_QUANT_X86
+    if (isa != Isa::Scalar) return simd_detail::decode_rows_avx2<F>(t, panel);
+#endif
+    (void)isa;
+    decode_rows_scalar<F>(t, panel);
+}
+
+// Calls f with the format as a template argument.
+template <typename Fn>
+decltype(auto) with_format(QuantFormat f, Fn&& fn) {
+    switch (f) {
+        case QuantFormat::Q4_0: return fn.template operator()<QuantFormat::Q4_0>();
+        case QuantFormat::Q4_1: return fn.template operator()<QuantFormat::Q4_1>();
+        case QuantFormat::Q8_0: return fn.template operator()<QuantFormat::Q8_0>();
+        default: throw Error("quantized weights", fmt::format("the CPU has no kernel for {}", io::name_of(f)));
+    }
+}
+
+}  // namespace luminal::cpu::quant

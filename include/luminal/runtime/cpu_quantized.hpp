@@ -1,0 +1,143 @@
+#pragma once
+// The quantized-weight ops of lowering/quantized.hpp on the CPU, split over
+// the runtime's threads by weight rows (each output element is computed by
+// one thread, the same way at any thread count):
+//  * QuantizedMatmul with Q8 activations: each row of a rounded to Q8 blocks
+//    once, then integer block products (cpu_quant_simd.hpp);
+//  * with f32 activations: up to kDirectRows rows of a multiply the blocks
+//    as they are decoded; more rows amortise decoding, so panels of weight
+//    rows are decoded to f32 (in cache) and multiplied by Eigen's GEMM;
+//  * QuantizedGather decodes the blocks holding the gathered elements;
+//  * Dequantize decodes everything (only when no product reads the blocks).
+#include <cstdint>
+#include <vector>
+
+#include "luminal/lowering/quantized.hpp"
+#include "luminal/runtime/cpu_matmul.hpp"
+#include "luminal/runtime/cpu_quant_simd.hpp"
+#include "luminal/runtime/cpu_thread_pool.hpp"
+#include "luminal/runtime/cpu_view.hpp"
+
+namespace luminal::cpu {
+
+struct QuantScratch {
+    quant::Q8Rows rows;
+    std::vector<float> a;
+    std::vector<std::int64_t> indexes;
+};
+
+namespace quantized_detail {
+
+inline constexpr std::int64_t kDirectRows = 8;
+inline constexpr std::int64_t kPanelRows = 64;
+// Weight rows per thread at least: fewer cost more in waking than they save.
+inline constexpr std::int64_t kRowGrain = 32;
+
+// Input 0 of a node as contiguous f32 rows.
+inline const float* contiguous_f32(DType dtype, const std::byte* src, const StridedView& v, std::vector<float>& copy) {
+    if (dtype == DType::F32 && v.kind() == StridedView::Kind::Contiguous)
+        return reinterpret_cast<const float*>(src) + v.base();
+    copy.resize(static_cast<std::size_t>(v.numel()));
+    load_view(dtype, src, v, 0, v.numel(), copy.data());
+    return copy.data();
+}
+
+// The blocks of a [rows, cols] weight, checked to be all there and read in order.
+inline const std::byte* contiguous_blocks(const StridedView& v, const std::byte* src, QuantFormat f, std::int64_t rows,
+                                          std::int64_t cols, std::string_view op, std::uint32_t node) {
+    ::luminal::quantized_detail::check_blocks(f, rows, cols, v.numel(), op, node);
+    check(v.kind() == StridedView::Kind::Contiguous, op.data(), "node {}: the weight's blocks must be read in order",
+          node);
+    return src + v.base();
+}
+
+}  // namespace quantized_detail
+
+// out [m, rows] = a [m, cols] · dequantize(blocks)^T.
+inline void quantized_matmul(const QuantizedMatmulOp& op, DType a_dtype, const std::byte* a_src, const StridedView& a_view,
+                             const std::byte* blocks_src, const StridedView& blocks_view, float* out,
+                             std::int64_t out_numel, std::uint32_t node, quant::Isa isa, ThreadPool& pool,
+                             QuantScratch& scratch) {
+    using namespace quantized_detail;
+    const std::int64_t k = op.cols, n = op.rows;
+    const std::int64_t row_bytes = quantized_bytes(op.format, 1, k);
+    const std::byte* blocks = contiguous_blocks(blocks_view, blocks_src, op.format, n, k, op.name, node);
+    check(k > 0 && a_view.numel() % k == 0, op.name.data(), "node {}: {} activations are not rows of {}", node,
+          a_view.numel(), k);
+    const std::int64_t m = a_view.numel() / k;
+    check(m * n == out_numel, op.name.data(), "node {}: the product has {} elements but the node has {}", node, m * n,
+          out_numel);
+    const float* a = contiguous_f32(a_dtype, a_src, a_view, scratch.a);
+    quant::with_format(op.format, [&]<QuantFormat F>() {
+        auto task = [&](std::int64_t j0, std::int64_t j1) {
+            return quant::ProductTask{blocks, row_bytes, k, j0, j1, out, n};
+        };
+        if (op.activations == Activations::Q8) {
+            quant::size_rows(m, k, scratch.rows);
+            pool.parallel_for(m, 8, [&](std::int64_t i0, std::int64_t i1) { quant::quantize_rows(isa, a, k, k, i0, i1, scratch.rows); });
+            pool.parallel_for(n, kRowGrain, [&](std::int64_t j0, std::int64_t j1) {
+                quant::q8_product<F>(isa, task(j0, j1), scratch.rows);
+            });
+        } else if (m <= kDirectRows) {
+            pool.parallel_for(n, kRowGrain, [&](std::int64_t j0, std::int64_t j1) {
+                quant::f32_product<F>(isa, task(j0, j1), a, m, k);
+            });
+        } else {
+            pool.parallel_for(n, kPanelRows, [&](std::int64_t j0, std::int64_t j1) {
+                thread_local std::vector<float> panel;
+                panel.resize(static_cast<std::size_t>(kPanelRows * k));
+                const matmul_detail::RowMap x(a, m, k, Eigen::OuterStride<>(k));
+                for (std::int64_t p = j0; p < j1; p += kPanelRows) {
+                    const std::int64_t rows = std::min(kPanelRows, j1 - p);
+                    quant::decode_rows<F>(isa, task(p, p + rows), panel.data());
+                    const matmul_detail::RowMap w(panel.data(), rows, k, Eigen::OuterStride<>(k));
+                    Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>
+                        c(out + p, m, rows, Eigen::OuterStride<>(n));
+                    c.noalias() = x * w.transpose();
+                }
+            });
+        }
+    });
+}
+
+// out[i] = dequantize(blocks)[indexes[i]] for the n elements of the index view.
+inline void quantized_gather(const QuantizedGatherOp& op, const std::byte* blocks_src, const StridedView& blocks_view,
+                             DType index_dtype, const std::byte* index_src, const StridedView& index_view, float* out,
+                             std::int64_t n, std::uint32_t node, QuantScratch& scratch) {
+    using namespace quantized_detail;
+    const std::int64_t total = op.rows * op.cols;
+    const std::byte* blocks = contiguous_blocks(blocks_view, blocks_src, op.format, op.rows, op.cols, op.name, node);
+    check(index_view.numel() == n, op.name.data(), "node {}: {} indexes for {} outputs", node, index_view.numel(), n);
+    scratch.indexes.resize(static_cast<std::size_t>(n));
+    load_view(index_dtype, index_src, index_view, 0, n, scratch.indexes.data());
+    quant::with_format(op.format, [&]<QuantFormat F>() {
+        float decoded[kQuantBlock];
+        std::int64_t decoded_block = -1;
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::int64_t at = scratch.indexes[i];
+            check(at >= 0 && at < total, op.name.data(), "node {}: index {} at {} is outside the {} elements of the "
+                  "weight", node, at, i, total);
+            if (at / kQuantBlock != decoded_block) {  // an embedding row reads each block 32 times in a row
+                decoded_block = at / kQuantBlock;
+                quant::decode_block<F>(blocks + decoded_block * quant::block_bytes<F>, decoded);
+            }
+            out[i] = decoded[at % kQuantBlock];
+        }
+    });
+}
+
+inline void dequantize(const DequantizeOp& op, const std::byte* blocks_src, const StridedView& blocks_view, float* out,
+                       std::int64_t n, std::uint32_t node, quant::Isa isa, ThreadPool& pool) {
+    using namespace quantized_detail;
+    const std::int64_t row_bytes = quantized_bytes(op.format, 1, op.cols);
+    const std::byte* blocks = contiguous_blocks(blocks_view, blocks_src, op.format, op.rows, op.cols, op.name, node);
+    check(n == op.rows * op.cols, op.name.data(), "node {}: {} outputs for a [{}, {}] weight", node, n, op.rows, op.cols);
+    quant::with_format(op.format, [&]<QuantFormat F>() {
+        pool.parallel_for(op.rows, kRowGrain, [&](std::int64_t j0, std::int64_t j1) {
+            quant::decode_rows<F>(isa, quant::ProductTask{blocks, row_bytes, op.cols, j0, j1, out, 0},
+                                  out + j0 * op.cols);
+        });
+    });
+}
+
+}  // namespace luminal::cpu
