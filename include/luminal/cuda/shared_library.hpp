@@ -21,9 +21,10 @@ public:
     SharedLibrary() = default;
     SharedLibrary(const SharedLibrary&) = delete;
     SharedLibrary& operator=(const SharedLibrary&) = delete;
-    ~SharedLibrary() {
-        if (handle_) dlclose(handle_);
-    }
+    // Never unloaded: the CUDA libraries are process-wide (contexts, modules and
+    // NVRTC's runtime outlive any one user), and unloading at exit would orphan
+    // their static allocations.
+    ~SharedLibrary() = default;
 
     // The first of `names` that opens, or an Error "<what> is not available" listing where it looked.
     static std::unique_ptr<SharedLibrary> open(const std::vector<std::string>& names, const std::string& what) {
