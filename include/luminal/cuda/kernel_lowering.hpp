@@ -15,18 +15,12 @@ namespace luminal::cuda {
 
 namespace lowering_detail {
 
-inline Expression numel(const Shape& shape) {
-    Expression n = 1;
-    for (auto& d : shape) n = n * d;
-    return n;
-}
-
 // Kernel input k reads the node's input k: a Load through its view at the element.
 inline Kernel elementwise_frame(const NodeSpec& spec, std::span<const DType> source_dtypes, std::uint32_t node) {
     Kernel k;
     k.inputs.assign(source_dtypes.begin(), source_dtypes.end());
     k.out = spec.dtype;
-    k.count = numel(spec.shape);
+    k.count = product(spec.shape);
     k.node = node;
     return k;
 }
@@ -174,7 +168,7 @@ inline ScatterKernel scatter_kernel(const NodeSpec& spec, std::span<const DType>
     k.indexes = spec.views[1];
     k.source = spec.views[2];
     k.count = spec.views[1].numel();
-    k.out_count = lowering_detail::numel(spec.shape);
+    k.out_count = product(spec.shape);
     k.node = node;
     return k;
 }

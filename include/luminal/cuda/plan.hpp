@@ -40,16 +40,11 @@ inline void plan_in_place(const std::vector<ProgramNode>& nodes, Plan& plan) {
         const std::uint32_t s = out.sources[0];
         const ProgramNode& scatter = nodes[s];
         const NodeSpec& in = nodes[input].spec;
-        Expression whole_in = 1, whole_dest = 1, whole_out = 1, whole_scatter = 1;
-        for (auto& d : in.shape) whole_in = whole_in * d;
-        for (auto& d : scatter.spec.views.empty() ? Shape{} : scatter.spec.views[0].dims()) whole_dest = whole_dest * d;
-        for (auto& d : out.spec.shape) whole_out = whole_out * d;
-        for (auto& d : scatter.spec.shape) whole_scatter = whole_scatter * d;
         const bool in_place = plan.nodes[s].role == PlannedNode::Role::Scatter && scatter.sources[0] == input &&
                               scatter.sources[1] != input && scatter.sources[2] != input && plan.last_use[input] == s &&
-                              scatter.spec.views[0].is_contiguous() && whole_dest == whole_in &&
+                              scatter.spec.views[0].is_contiguous() && product(scatter.spec.views[0].dims()) == product(in.shape) &&
                               scatter.spec.dtype == in.dtype && out.spec.dtype == in.dtype &&
-                              out.spec.views[0].is_contiguous() && whole_scatter == whole_out;
+                              out.spec.views[0].is_contiguous() && product(scatter.spec.shape) == product(out.spec.shape);
         if (!in_place) continue;
         plan.nodes[s].in_place_input = input;
         plan.nodes[s].kernel.reset();
