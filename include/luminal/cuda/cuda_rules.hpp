@@ -2,10 +2,12 @@
 // The CUDA backend's rules: the core rules, the backend-neutral lowering, and
 // what is CUDA's own: each reduction also as a warp-per-output and a
 // block-per-output kernel, and with the fused region it reads as its
-// prologue; a Matmul of two matrices of one float dtype also through
-// cuBLASLt. The search profiles the alternatives.
+// prologue; an elementwise result with the per-row values it reads as one
+// row kernel (row_fusion.hpp); a Matmul of two matrices of one float dtype
+// also through cuBLASLt. The search profiles the alternatives.
 #include "luminal/cuda/blas_matmul_op.hpp"
 #include "luminal/cuda/reduce_op.hpp"
+#include "luminal/cuda/row_fusion.hpp"
 #include "luminal/egraph/core_rules.hpp"
 #include "luminal/lowering/rules.hpp"
 
@@ -54,6 +56,41 @@ struct ReduceAbsorbsRegion {
     }
 };
 
+// A fused region reading per-row values of its own rows becomes a row
+// kernel, a warp or a block per row.
+struct RowKernelFromRegion {
+    static constexpr std::string_view name = "cuda.row-kernel";
+    using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
+    static constexpr bool reads_child_classes = true;
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec region = ctx.spec(g, m.node<"region">());  // a copy: add_spec may move the specs
+        if (region.shape.empty() || region.shape.back() == Expression(1) || region.views.empty()) return;
+        row_detail::RowDraft row{region.shape, region.dtype, {}, region.views, {}};
+        for (ClassId c : g.children(m.node<"region">())) row.children.push_back(g.find(c));
+        row.op.program = region.payload_as<FusedElementwiseOp>()->program;
+        for (std::uint16_t i = 0; i < row.children.size(); ++i) row.op.operands.push_back({cuda::RowOperand::Kind::Input, i});
+        if (!row_detail::grow(g, ctx, row)) return;
+        const ClassId root = m.root(g);
+        for (auto strategy : {cuda::ReduceStrategy::WarpPerOutput, cuda::ReduceStrategy::BlockPerOutput}) {
+            row.op.strategy = strategy;
+            row_detail::add_row(g, ctx, root, row);
+        }
+    }
+};
+
+// A row kernel absorbs the per-row inputs its children's classes gained since it was made.
+struct RowKernelGrows {
+    static constexpr std::string_view name = "cuda.row-kernel-grows";
+    using pattern = As<"row", AnyArity<op_symbol<cuda::RowOp>>>;
+    static constexpr bool reads_child_classes = true;
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec spec = ctx.spec(g, m.node<"row">());
+        row_detail::RowDraft row{spec.shape, spec.dtype, {}, spec.views, *spec.payload_as<cuda::RowOp>()};
+        for (ClassId c : g.children(m.node<"row">())) row.children.push_back(g.find(c));
+        if (row_detail::grow(g, ctx, row)) row_detail::add_row(g, ctx, m.root(g), row);
+    }
+};
+
 struct MatmulThroughBlas {
     static constexpr std::string_view name = "cuda.matmul-blas";
     using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, Var<"a">, Var<"b">>>;
@@ -75,6 +112,6 @@ struct MatmulThroughBlas {
 using CudaRules = concat_t<CoreRules, LoweringRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
-                                   MatmulThroughBlas>>;
+                                   RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>>;
 
 }  // namespace luminal::egraph

@@ -78,8 +78,7 @@ public:
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const PlannedNode& p = plan_.nodes[id];
             if (p.kernel) {
-                const std::string_view entry = p.kernel->shape == Kernel::Shape::Elementwise ? kElementwiseEntry : kReduceEntry;
-                functions_[id][0] = KernelModules::get().function(kernel_source(*p.kernel), entry, arch);
+                functions_[id][0] = KernelModules::get().function(kernel_source(*p.kernel), entry_of(*p.kernel), arch);
                 if (auto vector = vector_kernel_source(*p.kernel))
                     functions_[id][3] = KernelModules::get().function(*vector, kReduceEntry, arch);
             }
@@ -273,6 +272,15 @@ private:
         return {data_of(id), numel_[id]};
     }
 
+    static std::string_view entry_of(const Kernel& k) {
+        switch (k.shape) {
+            case Kernel::Shape::Elementwise: return kElementwiseEntry;
+            case Kernel::Shape::Reduce: return kReduceEntry;
+            case Kernel::Shape::Row: return kRowEntry;
+        }
+        return kElementwiseEntry;
+    }
+
     static unsigned grid_for(std::int64_t units, std::int64_t per_block, int multiprocessors) {
         const std::int64_t blocks = (units + per_block - 1) / per_block;
         return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, std::int64_t{multiprocessors} * 32));
@@ -283,7 +291,8 @@ private:
         Launch l;
         l.function = f;
         l.block = kBlock;
-        const std::int64_t count = k.count.eval(dims);
+        std::int64_t count = k.count.eval(dims);
+        if (k.shape == Kernel::Shape::Row) count = k.extent.eval(dims) > 0 ? count / k.extent.eval(dims) : 0;  // rows
         const int sms = driver_->multiprocessors();
         if (k.shape == Kernel::Shape::Elementwise || k.strategy == ReduceStrategy::ThreadPerOutput) l.grid = grid_for(count, kBlock, sms);
         else if (k.strategy == ReduceStrategy::WarpPerOutput) l.grid = grid_for(count, kBlock / 32, sms);

@@ -30,8 +30,10 @@ struct BoundLoad {
 
 class BodyRunner {
 public:
-    BodyRunner(const Kernel& k, const KernelBuffers& b) : kernel_(k), buffers_(b) {
-        for (const Step& s : k.body.steps) {
+    // `stages`: a Row kernel's per-row values, which StageValue steps read.
+    BodyRunner(const Body& body, std::uint32_t node, const KernelBuffers& b, const std::vector<HostBuffer>* stages = nullptr)
+        : body_(body), node_(node), buffers_(b), stages_(stages) {
+        for (const Step& s : body.steps) {
             values_.emplace_back(s.dtype, 1);
             BoundLoad bound;
             if (s.kind == StepKind::Load)
@@ -44,7 +46,7 @@ public:
 
     // The body at element `element`; its result is values().back().
     void run(std::int64_t element) {
-        const auto& steps = kernel_.body.steps;
+        const auto& steps = body_.steps;
         for (std::size_t j = 0; j < steps.size(); ++j) {
             const Step& s = steps[j];
             HostBuffer& v = values_[j];
@@ -53,10 +55,11 @@ public:
                 case StepKind::Constant: v.store_double(0, s.value); break;
                 case StepKind::Index: v.store_int(0, loads_[j].position.eval(buffers_.dims, element)); break;
                 case StepKind::Cast: v.copy_element(0, values_[s.a], 0); break;
+                case StepKind::StageValue: v.copy_element(0, (*stages_)[s.input], 0); break;
                 case StepKind::Unary:
                 case StepKind::Binary:
                     semantics::apply(s.op, values_[s.a], s.kind == StepKind::Binary ? &values_[s.b] : nullptr, v, 0,
-                                     kernel_.node, element);
+                                     node_, element);
                     break;
             }
         }
@@ -70,7 +73,7 @@ private:
             index = values_[static_cast<std::size_t>(s.at)].as_int(0);
             const std::int64_t n = bound.numel.eval(buffers_.dims);
             check(index >= 0 && index < n, "Gather", "node {}: index {} at position {} is out of range for {} elements",
-                  kernel_.node, index, element, n);
+                  node_, index, element, n);
         }
         if (bound.valid.eval(buffers_.dims, index) == 0) {
             v.store_int(0, 0);
@@ -79,29 +82,31 @@ private:
         const HostBuffer& in = *buffers_.inputs[s.input];
         const std::int64_t p = bound.position.eval(buffers_.dims, index);
         check(p >= 0 && p < static_cast<std::int64_t>(in.size()), "cuda kernel",
-              "node {} reads position {} of a {}-element buffer (invalid view)", kernel_.node, p, in.size());
+              "node {} reads position {} of a {}-element buffer (invalid view)", node_, p, in.size());
         v.copy_element(0, in, static_cast<std::size_t>(p));
     }
 
-    const Kernel& kernel_;
+    const Body& body_;
+    std::uint32_t node_;
     const KernelBuffers& buffers_;
+    const std::vector<HostBuffer>* stages_;
     std::vector<HostBuffer> values_;
     std::vector<BoundLoad> loads_;
 };
 
-// f32 accumulation for floats (the kernels hold `float acc`), NaN winning a max.
-inline void fold_into(const Kernel& k, BodyRunner& body, HostBuffer& out, std::int64_t o, std::int64_t extent,
-                      std::int64_t inner) {
-    const bool sum = k.fold == OpKind::SumReduce;
-    const std::int64_t first = (o / inner) * extent * inner + o % inner;
-    if (is_float(k.body.steps.back().dtype)) {
+// out[o] = the fold of the body at first + r * inner over r < extent: f32
+// accumulation for floats (the kernels hold `float acc`), NaN winning a max.
+inline void fold_into(OpKind fold, DType value, BodyRunner& body, HostBuffer& out, std::size_t o, std::int64_t first,
+                      std::int64_t extent, std::int64_t inner) {
+    const bool sum = fold == OpKind::SumReduce;
+    if (is_float(value)) {
         float acc = sum ? 0.0f : -std::numeric_limits<float>::infinity();
         for (std::int64_t r = 0; r < extent; ++r) {
             body.run(first + r * inner);
             const auto v = static_cast<float>(body.result().as_double(0));
             acc = sum ? acc + v : (std::isnan(v) || std::isnan(acc) ? std::numeric_limits<float>::quiet_NaN() : std::max(acc, v));
         }
-        out.store_double(static_cast<std::size_t>(o), acc);
+        out.store_double(o, acc);
         return;
     }
     std::int64_t acc = sum ? 0 : std::numeric_limits<std::int64_t>::min();
@@ -113,7 +118,32 @@ inline void fold_into(const Kernel& k, BodyRunner& body, HostBuffer& out, std::i
         acc = sum ? static_cast<std::int64_t>(static_cast<std::uint64_t>(acc) + static_cast<std::uint64_t>(v))
                   : std::max(acc, v);
     }
-    out.store_int(static_cast<std::size_t>(o), acc);
+    out.store_int(o, acc);
+}
+
+// Each row: its stages in order, then its elements.
+inline void run_rows(const Kernel& k, const KernelBuffers& buffers, std::int64_t count) {
+    const std::int64_t extent = k.extent.eval(buffers.dims);
+    std::vector<HostBuffer> stages;
+    for (const RowStageKernel& s : k.stages) stages.emplace_back(s.dtype, 1);
+    std::vector<BodyRunner> stage_bodies;
+    for (const RowStageKernel& s : k.stages) stage_bodies.emplace_back(s.body, k.node, buffers, &stages);
+    BodyRunner element(k.body, k.node, buffers, &stages);
+    for (std::int64_t base = 0; extent > 0 && base < count; base += extent) {
+        for (std::size_t j = 0; j < k.stages.size(); ++j) {
+            const RowStageKernel& s = k.stages[j];
+            if (s.folds) {
+                fold_into(s.fold, s.body.steps.back().dtype, stage_bodies[j], stages[j], 0, base, extent, 1);
+            } else {
+                stage_bodies[j].run(base);
+                stages[j].copy_element(0, stage_bodies[j].result(), 0);
+            }
+        }
+        for (std::int64_t z = base; z < base + extent; ++z) {
+            element.run(z);
+            buffers.out.copy_element(static_cast<std::size_t>(z), element.result(), 0);
+        }
+    }
 }
 
 }  // namespace interpreter_detail
@@ -123,7 +153,11 @@ inline void interpret(const Kernel& k, const KernelBuffers& buffers) {
     const std::int64_t count = k.count.eval(buffers.dims);
     check(static_cast<std::int64_t>(buffers.out.size()) >= count, "cuda kernel", "node {}: {} outputs into a {}-element buffer",
           k.node, count, buffers.out.size());
-    BodyRunner body(k, buffers);
+    if (k.shape == Kernel::Shape::Row) {
+        run_rows(k, buffers, count);
+        return;
+    }
+    BodyRunner body(k.body, k.node, buffers);
     if (k.shape == Kernel::Shape::Elementwise) {
         for (std::int64_t z = 0; z < count; ++z) {
             body.run(z);
@@ -132,7 +166,9 @@ inline void interpret(const Kernel& k, const KernelBuffers& buffers) {
         return;
     }
     const std::int64_t extent = k.extent.eval(buffers.dims), inner = std::max<std::int64_t>(k.inner.eval(buffers.dims), 1);
-    for (std::int64_t o = 0; o < count; ++o) fold_into(k, body, buffers.out, o, extent, inner);
+    for (std::int64_t o = 0; o < count; ++o)
+        fold_into(k.fold, k.body.steps.back().dtype, body, buffers.out, static_cast<std::size_t>(o),
+                  (o / inner) * extent * inner + o % inner, extent, inner);
 }
 
 // In index order, so a repeated index keeps the last write: what the device's

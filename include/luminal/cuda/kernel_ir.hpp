@@ -8,6 +8,9 @@
 //   Elementwise  out[z] = body(z)                        for z < count
 //   Reduce       out[o] = fold over r < extent of body(i),
 //                i = (o / inner) * extent * inner + r * inner + o % inner,  for o < count
+//   Row          per row of `extent` elements: each stage's value (a fold of
+//                its body over the row, or its body once at the row's first
+//                element), then out[z] = body(z) for the row's elements
 // Loads read kernel inputs through views (ShapeTrackers over the element
 // index), or, for a gather, at the logical index another step computed.
 #include <cstdint>
@@ -21,7 +24,7 @@
 
 namespace luminal::cuda {
 
-enum class StepKind : std::uint8_t { Load, Constant, Index, Unary, Binary, Cast };
+enum class StepKind : std::uint8_t { Load, Constant, Index, Unary, Binary, Cast, StageValue };
 
 inline constexpr std::int32_t kAtElement = -1;
 
@@ -30,7 +33,7 @@ struct Step {
     DType dtype = DType::F32;  // of the step's value
     OpKind op = OpKind::Add;   // Unary, Binary
     std::uint16_t a = 0, b = 0;  // operand steps (Unary, Binary, Cast)
-    std::uint16_t input = 0;     // Load: kernel input
+    std::uint16_t input = 0;     // Load: kernel input; StageValue: the row stage
     ShapeTracker view;           // Load: how the input is read
     std::int32_t at = kAtElement;  // Load: the element index, or the step holding a logical index (gather, bounds-checked)
     double value = 0;              // Constant
@@ -60,21 +63,32 @@ inline constexpr std::string_view name_of(ReduceStrategy s) {
     return "?";
 }
 
+// A per-row value of a Row kernel, rounded to `dtype`.
+struct RowStageKernel {
+    bool folds = true;
+    OpKind fold = OpKind::SumReduce;
+    DType dtype = DType::F32;
+    Body body;
+    friend bool operator==(const RowStageKernel&, const RowStageKernel&) = default;
+};
+
 struct Kernel {
-    enum class Shape : std::uint8_t { Elementwise, Reduce } shape = Shape::Elementwise;
+    enum class Shape : std::uint8_t { Elementwise, Reduce, Row } shape = Shape::Elementwise;
     std::vector<DType> inputs;  // dtypes of the buffers read
     DType out = DType::F32;
     Body body;
     Expression count;  // outputs written
-    // Reduce only
+    // Reduce and Row (extent: the row's length; strategy: a warp or a block per row)
     OpKind fold = OpKind::SumReduce;
     Expression extent = 1, inner = 1;
     ReduceStrategy strategy = ReduceStrategy::ThreadPerOutput;
+    std::vector<RowStageKernel> stages;  // Row only
     std::uint32_t node = 0;  // program node, for error messages
 
     friend bool operator==(const Kernel& x, const Kernel& y) {
         return x.shape == y.shape && x.inputs == y.inputs && x.out == y.out && x.body == y.body && x.count == y.count &&
-               x.fold == y.fold && x.extent == y.extent && x.inner == y.inner && x.strategy == y.strategy;
+               x.fold == y.fold && x.extent == y.extent && x.inner == y.inner && x.strategy == y.strategy &&
+               x.stages == y.stages;
     }
 };
 

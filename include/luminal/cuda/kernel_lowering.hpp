@@ -2,11 +2,13 @@
 // Program nodes as kernels (kernel_ir.hpp): every op a CUDA program can hold
 // has a correct standalone kernel here, so any extraction runs. A fused region's
 // steps map one-to-one to body steps; a Matmul is a reduction over k of a
-// product read through broadcast views (one row per warp: the decode GEMV).
+// product read through broadcast views (one row per warp: the decode GEMV);
+// a row op's stages and element program are each a body.
 #include <optional>
 
 #include "luminal/cuda/kernel_ir.hpp"
 #include "luminal/cuda/reduce_op.hpp"
+#include "luminal/cuda/row_op.hpp"
 #include "luminal/graph/program.hpp"
 #include "luminal/lowering/fused_elementwise.hpp"
 #include "luminal/lowering/matmul.hpp"
@@ -46,10 +48,9 @@ inline Step op_step(StepKind kind, OpKind op, DType dtype, std::uint16_t a, std:
     return s;
 }
 
-// The steps of `program` over the node's inputs (each loaded at the element) into k's body.
-inline void add_fused_steps(Kernel& k, const NodeSpec& spec, const FusedProgram& program, std::span<const DType> dtypes) {
-    std::vector<std::uint16_t> slot;
-    for (std::uint16_t i = 0; i < spec.views.size(); ++i) slot.push_back(load(k.body, spec, dtypes, i));
+// The steps of `program` into `body`; its operand slots below the program's
+// input count are the steps in `slot`.
+inline void add_program(Body& body, const FusedProgram& program, std::vector<std::uint16_t> slot) {
     for (const FusedStep& f : program.steps) {
         Step s;
         s.dtype = f.dtype;
@@ -61,8 +62,15 @@ inline void add_fused_steps(Kernel& k, const NodeSpec& spec, const FusedProgram&
                 s = op_step(is_unary(f.kind) ? StepKind::Unary : StepKind::Binary, f.kind, f.dtype, slot[f.a],
                             is_binary(f.kind) ? slot[f.b] : 0);
         }
-        slot.push_back(k.body.add(std::move(s)));
+        slot.push_back(body.add(std::move(s)));
     }
+}
+
+// The steps of `program` over the node's inputs (each loaded at the element) into k's body.
+inline void add_fused_steps(Kernel& k, const NodeSpec& spec, const FusedProgram& program, std::span<const DType> dtypes) {
+    std::vector<std::uint16_t> slot;
+    for (std::uint16_t i = 0; i < spec.views.size(); ++i) slot.push_back(load(k.body, spec, dtypes, i));
+    add_program(k.body, program, std::move(slot));
 }
 
 inline Kernel fused_kernel(const NodeSpec& spec, const FusedProgram& program, std::span<const DType> dtypes,
@@ -85,6 +93,38 @@ inline Kernel reduce_kernel(const NodeSpec& spec, OpKind fold, std::size_t axis,
     for (std::size_t a = axis + 1; a < dims.size(); ++a) k.inner = k.inner * dims[a];
     if (prologue) add_fused_steps(k, spec, *prologue, dtypes);
     else load(k.body, spec, dtypes, 0);
+    return k;
+}
+
+// One thread group per row: each stage's body over its operands (inputs
+// loaded at the element, earlier stages' values), then the element program.
+inline Kernel row_kernel(const NodeSpec& spec, const RowOp& row, std::span<const DType> dtypes, std::uint32_t node) {
+    Kernel k = elementwise_frame(spec, dtypes, node);
+    k.shape = Kernel::Shape::Row;
+    k.strategy = row.strategy;
+    k.extent = spec.shape.back();
+    auto operands = [&](Body& body, const std::vector<RowOperand>& ops) {
+        std::vector<std::uint16_t> slot;
+        for (const RowOperand& r : ops) {
+            if (r.kind == RowOperand::Kind::Input) {
+                slot.push_back(load(body, spec, dtypes, r.index));
+                continue;
+            }
+            Step s;
+            s.kind = StepKind::StageValue;
+            s.dtype = row.stages[r.index].dtype;
+            s.input = r.index;
+            slot.push_back(body.add(std::move(s)));
+        }
+        return slot;
+    };
+    for (const RowStage& stage : row.stages) {
+        RowStageKernel sk{stage.folds, stage.fold, stage.dtype, {}};
+        auto slot = operands(sk.body, stage.operands);
+        if (stage.program) add_program(sk.body, *stage.program, std::move(slot));
+        k.stages.push_back(std::move(sk));
+    }
+    add_program(k.body, *row.program, operands(k.body, row.operands));
     return k;
 }
 
@@ -121,6 +161,7 @@ inline std::optional<Kernel> kernel_for(const NodeSpec& spec, std::span<const DT
     if (spec.op.payload) {
         if (auto* fused = spec.payload_as<FusedElementwiseOp>()) return fused_kernel(spec, *fused->program, dtypes, node);
         if (spec.payload_as<MatmulOp>()) return matmul_kernel(spec, dtypes, node);
+        if (auto* row = spec.payload_as<RowOp>()) return row_kernel(spec, *row, dtypes, node);
         if (auto* reduce = spec.payload_as<ReduceOp>())
             return reduce_kernel(spec, reduce->fold, reduce->axis, reduce->strategy, dtypes, node, reduce->prologue.get());
         return std::nullopt;

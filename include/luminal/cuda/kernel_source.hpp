@@ -23,6 +23,7 @@ namespace luminal::cuda {
 
 inline constexpr std::string_view kElementwiseEntry = "luminal_elementwise";
 inline constexpr std::string_view kReduceEntry = "luminal_reduce";
+inline constexpr std::string_view kRowEntry = "luminal_row";
 inline constexpr std::string_view kScatterClaimEntry = "luminal_scatter_claim";
 inline constexpr std::string_view kScatterWriteEntry = "luminal_scatter_write";
 inline constexpr int kDimSlots = 52;
@@ -133,7 +134,7 @@ inline std::string literal(double v, DType t) {
 class ExpressionPrinter {
 public:
     // Locals are named <prefix><n>; printers whose locals share a scope need distinct prefixes.
-    ExpressionPrinter(std::string& out, char prefix) : out_(out), prefix_(prefix) {}
+    ExpressionPrinter(std::string& out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {}
 
     std::string print(Expression e, const std::string& index) {
         const detail::ExprNode* n = e.node();
@@ -175,18 +176,21 @@ private:
         }
     };
     std::string& out_;
-    char prefix_;
+    std::string prefix_;
     std::unordered_map<std::pair<const detail::ExprNode*, std::string>, std::string, KeyHash> named_;
     std::map<int, char> dims_;
 };
 
 // Declarations of the dims the printers' expressions used, read from `dims`.
-inline std::string dim_declarations(std::initializer_list<const ExpressionPrinter*> printers) {
+inline std::string dim_declarations(std::span<const ExpressionPrinter* const> printers) {
     std::map<int, char> used;
     for (auto* p : printers) used.insert(p->dims().begin(), p->dims().end());
     std::string decl;
     for (auto [slot, c] : used) decl += fmt::format("  const i64 d_{} = dims[{}];\n", c, slot);
     return decl;
+}
+inline std::string dim_declarations(std::initializer_list<const ExpressionPrinter*> printers) {
+    return dim_declarations(std::span(printers.begin(), printers.size()));
 }
 
 inline std::string binary_value(const Step& s, DType a_type, const std::string& a, DType b_type, const std::string& b) {
@@ -225,10 +229,10 @@ inline std::string unary_value(OpKind op, const std::string& x) {
 
 // The statements computing a body at index variable `index`; its result is
 // v<last>. A load whose entry in `loaded` is not empty takes that value
-// instead (one the caller loaded).
-inline void print_body(const Kernel& k, const std::string& index, ExpressionPrinter& exprs, std::string& out,
+// instead (one the caller loaded); a row stage's value is the local stage<j>.
+inline void print_body(const Body& body, const std::string& index, ExpressionPrinter& exprs, std::string& out,
                        std::span<const std::string> loaded = {}) {
-    const auto& steps = k.body.steps;
+    const auto& steps = body.steps;
     for (std::size_t j = 0; j < steps.size(); ++j) {
         const Step& s = steps[j];
         const std::string v = fmt::format("v{}", j), type = value_type(s.dtype);
@@ -255,6 +259,7 @@ inline void print_body(const Kernel& k, const std::string& index, ExpressionPrin
                 break;
             }
             case StepKind::Constant: out += fmt::format("    const {} {} = {};\n", type, v, literal(s.value, s.dtype)); break;
+            case StepKind::StageValue: out += fmt::format("    const {} {} = stage{};\n", type, v, s.input); break;
             case StepKind::Index:
                 out += fmt::format("    const {} {} = {};\n", type, v, convert(DType::I64, s.dtype, exprs.print(s.index, index)));
                 break;
@@ -288,35 +293,42 @@ inline std::string signature(std::string_view entry, const Kernel& k) {
     return fmt::format("extern \"C\" __global__ void {}({}, const i64* __restrict__ dims, i64* fault, int node)", entry, params);
 }
 
-inline std::string fold_step(const Kernel& k, const std::string& acc, const std::string& v) {
-    const bool floats = is_float(k.body.steps.back().dtype);
-    if (k.fold == OpKind::SumReduce) return floats ? acc + " + " + v : "luminal_add(" + acc + ", " + v + ")";
+inline std::string fold_step(OpKind fold, DType value, const std::string& acc, const std::string& v) {
+    if (fold == OpKind::SumReduce) return is_float(value) ? acc + " + " + v : "luminal_add(" + acc + ", " + v + ")";
     return "luminal_max(" + acc + ", " + v + ")";
 }
+inline std::string fold_step(const Kernel& k, const std::string& acc, const std::string& v) {
+    return fold_step(k.fold, k.body.steps.back().dtype, acc, v);
+}
 
-inline std::string fold_init(const Kernel& k) {
-    const bool floats = is_float(k.body.steps.back().dtype);
-    if (k.fold == OpKind::SumReduce) return floats ? "0.0f" : "0LL";
+// The fold's identity for values of `value` stored as `out`.
+inline std::string fold_init(OpKind fold, DType value, DType out) {
+    const bool floats = is_float(value);
+    if (fold == OpKind::SumReduce) return floats ? "0.0f" : "0LL";
     if (floats) return "__int_as_float(0xff800000)";
-    if (k.out == DType::I32) return "-2147483648LL";
-    if (k.out == DType::U8 || k.out == DType::Bool) return "0LL";
+    if (out == DType::I32) return "-2147483648LL";
+    if (out == DType::U8 || out == DType::Bool) return "0LL";
     return "(i64)0x8000000000000000ULL";
 }
+inline std::string fold_init(const Kernel& k) { return fold_init(k.fold, k.body.steps.back().dtype, k.out); }
 
 }  // namespace source_detail
 
+std::string row_kernel_source(const Kernel& k);  // row_kernel_source.hpp, included below
+
 inline std::string kernel_source(const Kernel& k) {
     using namespace source_detail;
+    if (k.shape == Kernel::Shape::Row) return row_kernel_source(k);
     std::string body;
-    ExpressionPrinter exprs(body, 'e');
+    ExpressionPrinter exprs(body, "e");
     const DType last = k.body.steps.back().dtype;
     const std::string result = fmt::format("v{}", k.body.steps.size() - 1);
     std::string head = std::string(kKernelPrelude);
     if (k.shape == Kernel::Shape::Elementwise) {
         std::string loop;
-        ExpressionPrinter counts(loop, 'c');
+        ExpressionPrinter counts(loop, "c");
         const std::string count = counts.print(k.count, "0");
-        print_body(k, "z", exprs, body);
+        print_body(k.body, "z", exprs, body);
         std::string code = signature(kElementwiseEntry, k) + " {\n";
         code += dim_declarations({&exprs, &counts}) + loop;
         code += "  for (i64 z = blockIdx.x * (i64)blockDim.x + threadIdx.x; z < " + count +
@@ -326,10 +338,10 @@ inline std::string kernel_source(const Kernel& k) {
         return head + code;
     }
     std::string sizes;
-    ExpressionPrinter size_exprs(sizes, 'c');
+    ExpressionPrinter size_exprs(sizes, "c");
     const std::string count = size_exprs.print(k.count, "0"), extent = size_exprs.print(k.extent, "0"),
                       inner = size_exprs.print(k.inner, "0");
-    print_body(k, "i", exprs, body);
+    print_body(k.body, "i", exprs, body);
     const std::string acc_type = value_type(last);
     const std::string store = narrow(k.out, convert(is_float(last) ? DType::F32 : DType::I64, k.out, "acc"));
     std::string code = signature(kReduceEntry, k) + " {\n" + dim_declarations({&exprs, &size_exprs}) + sizes;
@@ -369,16 +381,16 @@ inline std::string kernel_source(const Kernel& k) {
 inline std::string kernel_source(const ScatterKernel& k) {
     using namespace source_detail;
     std::string pre;
-    ExpressionPrinter exprs(pre, 'c');
+    ExpressionPrinter exprs(pre, "c");
     const std::string count = exprs.print(k.count, "0"), n = exprs.print(k.out_count, "0");
     std::string body;
-    ExpressionPrinter element(body, 'e');
+    ExpressionPrinter element(body, "e");
     const std::string index_at = element.print(k.indexes.index_expression(), "i");
     const std::string index_valid = element.print(k.indexes.valid_expression(), "i");
     body += fmt::format("    const i64 at = {} != 0 ? {} : 0LL;\n", index_valid,
                         convert(k.inputs[0], DType::I64, widen(k.inputs[0], "indexes[" + index_at + "]")));
     std::string write;
-    ExpressionPrinter source(write, 's');
+    ExpressionPrinter source(write, "s");
     const std::string source_at = source.print(k.source.index_expression(), "i");
     const std::string source_valid = source.print(k.source.valid_expression(), "i");
     const std::string value_t = value_type(k.inputs[1]);
@@ -402,3 +414,5 @@ inline std::string kernel_source(const ScatterKernel& k) {
 }
 
 }  // namespace luminal::cuda
+
+#include "luminal/cuda/row_kernel_source.hpp"

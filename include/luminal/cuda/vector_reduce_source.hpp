@@ -52,7 +52,7 @@ inline std::optional<std::string> vector_kernel_source(const Kernel& k) {
     if (!walks) return std::nullopt;
     const int v = vector_width(k);
     std::string sizes, loads, body;
-    ExpressionPrinter size_exprs(sizes, 'c'), load_exprs(loads, 'e');
+    ExpressionPrinter size_exprs(sizes, "c"), load_exprs(loads, "e");
     const std::string count = size_exprs.print(k.count, "0"), extent = size_exprs.print(k.extent, "0");
     std::vector<std::string> element_of(k.body.steps.size());
     std::size_t load = 0;
@@ -77,8 +77,8 @@ inline std::optional<std::string> vector_kernel_source(const Kernel& k) {
         loads += fmt::format("      }} else {{\n        for (int q = 0; q < {}; ++q) raw{}[q] = ({})0;\n      }}\n", v, j, type);
         element_of[j] = widen(s.dtype, fmt::format("raw{}[q]", j));
     }
-    ExpressionPrinter body_exprs(body, 'f');
-    print_body(k, "iq", body_exprs, body, element_of);
+    ExpressionPrinter body_exprs(body, "f");
+    print_body(k.body, "iq", body_exprs, body, element_of);
     const std::string result = fmt::format("v{}", k.body.steps.size() - 1);
     const DType last = k.body.steps.back().dtype;
     const std::string acc_type = value_type(last);
