@@ -256,7 +256,7 @@ def summary(store: Store, run_id: int) -> str:
         lines.append(f"{title} ({setting})")
         ours = next((r for r in group if PATHS[r["path"]].ours and r["status"] == "ok" and r["tpot_ms"]), None)
         for r in group:
-            label = PATHS[r["path"]].label
+            label = PATHS[r["path"]].label + (" *" if r["raw"].get("measured_during_our_build") else "")
             if r["status"] != "ok":
                 word = "FAILED" if r["status"] == "failed" else "skipped"
                 lines.append(f"  {label:<22} {word}: {(r['error'] or '')[:160]}")
@@ -272,6 +272,8 @@ def summary(store: Store, run_id: int) -> str:
                 cells += ["", "", ""]
             lines.append(f"  {label:<22} {cells[0]:>9} {cells[1]:>9} {cells[2]:>9} {cells[3]:>10} "
                          f"{cells[4]:>14} {cells[5]:>14} {cells[6]:>10}")
+    if any(r["raw"].get("measured_during_our_build") for r in rows):
+        lines.append("* measured while our binaries were still building in the background")
     if bandwidth:
         lines.append(f"floor = weight bytes one decode step reads / copy bandwidth "
                      f"({bandwidth['bandwidth_gbs']:.0f} GB/s on {bandwidth.get('bandwidth_device')})")
