@@ -8,6 +8,7 @@ from pathlib import Path
 from . import config as configs
 from . import report, runner
 from .machine import REPO
+from .paths import PATHS
 from .store import Store
 
 
@@ -22,6 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bin", type=Path, default=REPO / "build" / "release", help="build folder of our binaries")
     parser.add_argument("--work", type=Path, help="folder for prepared models (default: beside the database)")
     parser.add_argument("--require-ok", action="store_true", help="exit 1 unless every row of the run measured")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="the configuration's code paths on the CPU: tiny random models, CPU twins of CUDA paths")
+    parser.add_argument("--skip", action="append", default=[], metavar="PATH", help="leave a path out (repeatable)")
+    parser.add_argument("--budget-s", type=float, help="wall-clock budget of the whole run; later rows are skipped")
+    parser.add_argument("--build-marker", type=Path,
+                        help="a file that exists once our binaries are built: paths of ours wait for it")
+    parser.add_argument("--raw-log", type=Path, help="append every path's command and output to this file")
     args = parser.parse_args(argv)
 
     if args.list:
@@ -43,7 +51,16 @@ def main(argv: list[str] | None = None) -> int:
         except configs.ConfigError as error:
             print(f"bench: {error}", file=sys.stderr)
             return 2
-        run_id = runner.run(config, store, args.bin.resolve(), (args.work or args.db.parent).resolve())
+        unknown = sorted(set(args.skip) - set(PATHS))
+        if unknown:
+            print(f"bench: --skip names unknown paths {unknown}; known: {sorted(PATHS)}", file=sys.stderr)
+            return 2
+        if args.dry_run:
+            config = configs.dry_run(config)
+        config = configs.without_paths(config, set(args.skip))
+        options = runner.Options(budget_s=args.budget_s, build_marker=args.build_marker, raw_log=args.raw_log)
+        run_id = runner.run(config, store, args.bin.resolve(), (args.work or args.db.parent).resolve(), options)
+        print(report.summary(store, run_id))
         rows = store.results(run_id)
         counts = {status: sum(r["status"] == status for r in rows) for status in ("ok", "failed", "skipped")}
         print(f"run {run_id} ({config.name}): {counts['ok']} measured, {counts['failed']} failed, "

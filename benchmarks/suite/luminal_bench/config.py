@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
-MODEL_SOURCES = {"smollm2", "random_llama", "file", "hf_config", "quantized"}
+MODEL_SOURCES = {"smollm2", "random_llama", "random_hf", "file", "hf_config", "quantized"}
+DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}  # ours' --weights -> torch's dtype
 
 
 class ConfigError(ValueError):
@@ -43,6 +44,15 @@ class Model:
     paths: tuple[str, ...]
     options: dict = field(default_factory=dict, hash=False, compare=False)
 
+    @property
+    def dtype(self) -> str:
+        """The weights' dtype every path runs in: ours' --weights, torch's --dtype."""
+        return self.options.get("dtype", "f32")
+
+    def timeout_s(self, path: str, default: int) -> int:
+        """A path's own time cap (`timeouts = { "torch-compile-cuda" = 180 }`), else the config's."""
+        return self.options.get("timeouts", {}).get(path, default)
+
 
 @dataclass(frozen=True)
 class Config:
@@ -55,6 +65,9 @@ class Config:
     prompt_text: str
     settings: tuple[Setting, ...]
     models: tuple[Model, ...]
+    # GiB copied to measure the device's bandwidth once per run (0: not measured), the
+    # device being the one the first CUDA path runs on, else the CPU.
+    bandwidth_gib: float = 0.0
 
 
 def available() -> list[str]:
@@ -113,7 +126,7 @@ def parse(name: str, raw: dict, where: str = "config") -> Config:
     from .paths import PATHS  # the path registry names what a model may list
 
     unknown = set(raw) - {"description", "iters", "warmups", "timeout_s", "search", "prompt_text", "settings",
-                          "models"}
+                          "models", "bandwidth_gib"}
     if unknown:
         raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
     settings = [s for i, table in enumerate(raw.get("settings", []))
@@ -133,16 +146,59 @@ def parse(name: str, raw: dict, where: str = "config") -> Config:
         if not paths or bad:
             raise ConfigError(f"{here} ({key}): paths must name known paths {sorted(PATHS)}; bad: {bad or 'none'}")
         options = {k: v for k, v in table.items() if k not in {"key", "title", "source", "paths"}}
+        _check_options(options, source, f"{here} ({key})")
         models.append(Model(key, table.get("title", key), source, tuple(paths), options))
     if not models:
         raise ConfigError(f"{where}: at least one [[models]] table is required")
     if len({m.key for m in models}) != len(models):
         raise ConfigError(f"{where}: model keys must be unique")
-    return Config(name=name, description=raw.get("description", ""),
+    bandwidth_gib = raw.get("bandwidth_gib", 0.0)
+    if not isinstance(bandwidth_gib, (int, float)) or isinstance(bandwidth_gib, bool) or bandwidth_gib < 0:
+        raise ConfigError(f"{where}: bandwidth_gib must be a number >= 0, got {bandwidth_gib!r}")
+    return Config(name=name, description=raw.get("description", ""), bandwidth_gib=float(bandwidth_gib),
                   iters=_positive(raw, "iters", where, 3), warmups=_positive(raw, "warmups", where, 1, minimum=0),
                   timeout_s=_positive(raw, "timeout_s", where, 600), search=_positive(raw, "search", where, 1),
                   prompt_text=raw.get("prompt_text", DEFAULT_PROMPT_TEXT), settings=tuple(settings),
                   models=tuple(models))
+
+
+def dry_run(config: Config) -> Config:
+    """The configuration as a CPU check of its code paths: random_hf models at TINY dims
+    (models.TINY), each CUDA path replaced by its CPU twin, a 64 MiB bandwidth copy."""
+    from .paths import cpu_twin
+
+    models = []
+    for model in config.models:
+        paths = tuple(dict.fromkeys(cpu_twin(p) for p in model.paths))
+        options = {**model.options, "tiny": True} if model.source == "random_hf" else model.options
+        models.append(replace(model, title=f"{model.title} [dry run: tiny dims, CPU]", paths=paths, options=options))
+    return replace(config, name=f"{config.name}-dry-run", models=tuple(models),
+                   bandwidth_gib=min(config.bandwidth_gib, 1 / 16))
+
+
+def without_paths(config: Config, skipped: set[str]) -> Config:
+    """The configuration with the named paths left out (a model left with none is dropped)."""
+    models = [replace(m, paths=tuple(p for p in m.paths if p not in skipped)) for m in config.models]
+    return replace(config, models=tuple(m for m in models if m.paths))
+
+
+def _check_options(options: dict, source: str, where: str) -> None:
+    from .paths import PATHS
+
+    if options.get("dtype", "f32") not in DTYPES:
+        raise ConfigError(f"{where}: dtype must be one of {sorted(DTYPES)}, got {options['dtype']!r}")
+    timeouts = options.get("timeouts", {})
+    if not isinstance(timeouts, dict) or any(p not in PATHS or not isinstance(s, int) or s < 1
+                                             for p, s in timeouts.items()):
+        raise ConfigError(f"{where}: timeouts maps path names to seconds (integers >= 1), got {timeouts!r}")
+    if options.get("prompt", "text") not in ("text", "seeded"):
+        raise ConfigError(f"{where}: prompt must be \"text\" or \"seeded\", got {options['prompt']!r}")
+    if source == "random_hf":
+        for required in ("config", "tokenizer"):
+            if not isinstance(options.get(required), str):
+                raise ConfigError(f"{where}: a random_hf model needs {required} = \"<repository path>\"")
+        if not isinstance(options.get("set", {}), dict):
+            raise ConfigError(f"{where}: set is a table of config.json overrides")
 
 
 DEFAULT_PROMPT_TEXT = (

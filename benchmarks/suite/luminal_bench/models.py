@@ -1,18 +1,30 @@
 """Model files a configuration names, prepared once and kept under the work folder:
   smollm2       SmolLM2-135M-Instruct Q4_1 GGUF, fetched by scripts/fetch_model.sh
   random_llama  a random-weight f32 Llama directory written by examples/random_model
+  random_hf     random weights (dtype, bf16 say) for a config.json of the repository, with
+                overrides (`set = { num_hidden_layers = 8 }`), written once by torch
+                (workers/random_weights.py) and read by every path
   quantized     SmolLM2's weights re-quantized by tools/quantize_smollm2.py (type = "Q8_0", ...)
   file          a file or folder in the repository (e.g. a tests/data fixture)
   hf_config     a config.json folder (compile-time paths only: no weights)"""
 from __future__ import annotations
 
 import json
+import os
+import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
-from .config import Model
+from .config import DTYPES, Model
 from .machine import REPO
+
+# --dry-run's dims: the same families and code paths on a CPU in seconds. Only keys the
+# config.json has are replaced (head_dim only where the family sets it).
+TINY = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 16, "num_hidden_layers": 2, "num_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32}
 
 
 class ModelError(RuntimeError):
@@ -51,6 +63,87 @@ def _random_llama(model: Model, work: Path, binaries: Path) -> Path:
     return folder
 
 
+def random_hf_overrides(model: Model) -> dict:
+    """config.json keys the written model changes: the model's `set`, and under --dry-run
+    (option tiny) TINY's keys the config has."""
+    overrides = dict(model.options.get("set", {}))
+    if model.options.get("tiny"):
+        config = json.loads((REPO / model.options["config"] / "config.json").read_text())
+        overrides.update({k: v for k, v in TINY.items() if k in config})
+    return overrides
+
+
+def _random_hf(model: Model, work: Path, device: str, timeout_s: float) -> Path:
+    folder = work / "models" / model.key
+    overrides = random_hf_overrides(model)
+    command = [sys.executable, "-m", "luminal_bench.workers.random_weights",
+               "--config", str(REPO / model.options["config"]), "--tokenizer", str(REPO / model.options["tokenizer"]),
+               "--out", str(folder), "--dtype", DTYPES[model.dtype], "--device", device,
+               "--seed", str(model.options.get("seed", 0)),
+               *[arg for k, v in sorted(overrides.items()) for arg in ("--set", f"{k}={json.dumps(v)}")],
+               # a dry run also proves the file round-trips through transformers (cheap at tiny dims)
+               *(["--verify"] if model.options.get("tiny") else [])]
+    stamp = folder / "luminal_bench_weights.json"
+    wanted = json.dumps(command[3:], sort_keys=True)
+    if stamp.exists() and stamp.read_text() == wanted:
+        return folder
+    stamp.unlink(missing_ok=True)
+    suite = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": suite}
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout_s, env=env)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ModelError(f"random_weights: {error}") from error
+    if out.returncode != 0:
+        tail = " | ".join((out.stdout + out.stderr).strip().splitlines()[-4:])
+        raise ModelError(f"random_weights exited with {out.returncode}: {tail}")
+    print(f"      {out.stdout.strip().splitlines()[-1]}", file=sys.stderr, flush=True)
+    stamp.write_text(wanted)
+    return folder
+
+
+def _safetensors_sizes(folder: Path) -> dict[str, int]:
+    """Tensor name -> stored bytes, from the headers of every .safetensors file in `folder`."""
+    sizes = {}
+    for file in sorted(folder.glob("*.safetensors")):
+        with file.open("rb") as f:
+            (length,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(length))
+        for name, entry in header.items():
+            if name != "__metadata__":
+                begin, end = entry["data_offsets"]
+                sizes[name] = end - begin
+    return sizes
+
+
+EXPERT_TENSOR = re.compile(r"\.mlp\.experts\.\d+\.")
+
+
+def decode_bytes(folder: Path) -> dict | None:
+    """The weight bytes one decode step must read (at batch 1): every tensor once, except
+    the embedding table when the LM head is another tensor (a step gathers one row of it),
+    and, of a MoE layer's experts, only the top-k a token is routed to. The KV cache is not
+    counted (at these contexts it is well under 1% of the weights). None: not a
+    safetensors model directory."""
+    if not folder.is_dir() or not (folder / "config.json").exists():
+        return None
+    sizes = _safetensors_sizes(folder)
+    if not sizes:
+        return None
+    config = json.loads((folder / "config.json").read_text())
+    tied = bool(config.get("tie_word_embeddings", False))
+    experts, active = config.get("num_experts"), config.get("num_experts_per_tok")
+    read = 0.0
+    for name, size in sizes.items():
+        if name == "model.embed_tokens.weight" and not tied:
+            continue
+        if EXPERT_TENSOR.search(name) and experts and active:
+            read += size * active / experts
+        else:
+            read += size
+    return {"weight_bytes": sum(sizes.values()), "decode_bytes": round(read)}
+
+
 def _quantized(model: Model, work: Path) -> Path:
     qtype = model.options.get("type")
     if not qtype:
@@ -62,12 +155,15 @@ def _quantized(model: Model, work: Path) -> Path:
     return out
 
 
-def prepare(model: Model, work: Path, binaries: Path) -> Path:
-    """The file or folder to hand to the paths; ModelError says why there is none."""
+def prepare(model: Model, work: Path, binaries: Path, device: str = "cpu", timeout_s: float = 1800) -> Path:
+    """The file or folder to hand to the paths; ModelError says why there is none.
+    `device`: where random_hf draws its weights, within `timeout_s`."""
     if model.source == "smollm2":
         return smollm2()
     if model.source == "random_llama":
         return _random_llama(model, work, binaries)
+    if model.source == "random_hf":
+        return _random_hf(model, work, device, timeout_s)
     if model.source == "quantized":
         return _quantized(model, work)
     path = REPO / model.options.get("path", "")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .config import DTYPES
 from .machine import cuda_gpus
 
 SUITE_DIR = Path(__file__).resolve().parent.parent
@@ -24,6 +25,8 @@ class Job:
     threads: int | None   # None: the setting leaves threads alone (peers use 1)
     search: int
     binaries: Path        # build/release
+    dtype: str = "f32"    # the weights' dtype (config.DTYPES): ours' --weights, torch's --dtype
+    compile_mode: str = "default"  # torch.compile's mode
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ def _generate(job: Job, extra: list[str]) -> list[str]:
                "--prompt-ids", ",".join(map(str, job.prompt_ids)), "--max-tokens", str(job.decode_tokens + 2),
                "--iters", str(job.iters), "--search", str(job.search), "--ignore-eos", "--raw-ids",
                "--context", str(len(job.prompt_ids) + job.decode_tokens + 8), *extra]
+    if job.dtype != "f32":
+        command += ["--weights", job.dtype]
     # Passed only when the setting asks for threads: a binary without the flag gives a failed row.
     return command + (["--threads", str(job.threads)] if job.threads else [])
 
@@ -48,7 +53,9 @@ def _worker(module: str, job: Job, mode: str = "eager", device: str = "cpu") -> 
     return [sys.executable, "-m", f"luminal_bench.workers.{module}", "--model", str(job.model_file),
             "--prompt-ids", ",".join(map(str, job.prompt_ids)), "--decode-tokens", str(job.decode_tokens),
             "--iters", str(job.iters), "--threads", str(job.threads or 1), "--warmups", str(job.warmups),
-            "--mode", mode, "--device", device]
+            "--mode", mode, "--device", device,
+            *(["--dtype", DTYPES[job.dtype]] if job.dtype != "f32" else []),
+            *(["--compile-mode", job.compile_mode] if mode == "compile" else [])]
 
 
 def _missing_binary(relative: str) -> Callable[[Job], str | None]:
@@ -99,3 +106,12 @@ PATHS: dict[str, PathSpec] = {spec.name: spec for spec in (
 )}
 
 COMPILE_ONLY = {"ours-compile"}
+
+
+def cpu_twin(name: str) -> str:
+    """The path that runs `name`'s engine on the CPU (--dry-run): ours-cuda -> ours-cpu,
+    torch-eager-cuda -> torch-eager."""
+    if not name.endswith("-cuda"):
+        return name
+    stem = name.removesuffix("-cuda")
+    return next((twin for twin in (stem, f"{stem}-cpu") if twin in PATHS), name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from pathlib import Path
 
 from . import process
@@ -42,3 +43,14 @@ def prompt_ids(model_file: Path, text: str, count: int, binaries: Path, work: Pa
             return ids[:count]
         repeated = f"{repeated} {text}"
     raise PromptError(f"the prompt text gives fewer than {count} tokens even repeated")
+
+
+def seeded_ids(model_folder: Path, count: int, seed: int = 0) -> list[int]:
+    """`count` ids drawn uniformly from the model's vocabulary with a fixed seed: the prompt
+    of a random-weight model (its text would mean nothing), needing no tokenizer run."""
+    try:
+        vocab = int(json.loads((model_folder / "config.json").read_text())["vocab_size"])
+    except (OSError, KeyError, ValueError) as error:
+        raise PromptError(f"no vocab_size in {model_folder / 'config.json'}: {error}") from error
+    rng = random.Random(seed)
+    return [rng.randrange(vocab) for _ in range(count)]

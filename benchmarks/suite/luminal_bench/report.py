@@ -229,3 +229,56 @@ def markdown(store: Store, config: str) -> str:
                          f"{cell(r['throughput_tps'], 1)} | {cell(r['compile_ms'], 0)} | "
                          f"{cell(r['peak_rss_mib'], 0)} | {ratio} |")
     return "\n".join(lines)
+
+
+def _leading_matches(ours: list[int], theirs: list[int]) -> str:
+    if not ours or not theirs:
+        return "–"
+    n = min(len(ours), len(theirs))
+    return f"{next((i for i in range(n) if ours[i] != theirs[i]), n)}/{n}"
+
+
+def summary(store: Store, run_id: int) -> str:
+    """One plain-text table of a run, printed at its end: per model and setting each path's
+    TTFT and TPOT medians, the decode floor and TPOT / floor where the weights were sized
+    and the bandwidth measured, each peer's time over ours (above 1: ours is faster), and
+    how many leading greedy ids a peer shares with ours. A row that did not measure says
+    FAILED or skipped with its reason."""
+    rows = store.results(run_id)
+    head = (f"{'path':<24} {'TTFT ms':>9} {'TPOT ms':>9} {'floor ms':>9} {'TPOT/floor':>10} "
+            f"{'TTFT peer/ours':>14} {'TPOT peer/ours':>14} {'ids = ours':>10}")
+    lines = [head, "-" * len(head)]
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["model_title"] or row["model"], row["setting"])].append(row)
+    bandwidth = next((r["raw"] for r in rows if r["raw"].get("bandwidth_gbs")), None)
+    for (title, setting), group in groups.items():
+        lines.append(f"{title} ({setting})")
+        ours = next((r for r in group if PATHS[r["path"]].ours and r["status"] == "ok" and r["tpot_ms"]), None)
+        for r in group:
+            label = PATHS[r["path"]].label + (" *" if r["raw"].get("measured_during_our_build") else "")
+            if r["status"] != "ok":
+                word = "FAILED" if r["status"] == "failed" else "skipped"
+                lines.append(f"  {label:<22} {word}: {(r['error'] or '')[:160]}")
+                continue
+            floor = r["raw"].get("floor_ms")
+            cells = [_cell(r["ttft_ms"], 1), _cell(r["tpot_ms"], 2), _cell(floor, 2),
+                     _cell(r["tpot_ms"] / floor if floor and r["tpot_ms"] else None, 2, "×")]
+            if ours is not None and r is not ours and not PATHS[r["path"]].ours:
+                cells += [_cell(stats.ratio(r["ttft_ms"], ours["ttft_ms"]), 2, "×"),
+                          _cell(stats.ratio(r["tpot_ms"], ours["tpot_ms"]), 2, "×"),
+                          _leading_matches(ours["generated_ids"], r["generated_ids"])]
+            else:
+                cells += ["", "", ""]
+            lines.append(f"  {label:<22} {cells[0]:>9} {cells[1]:>9} {cells[2]:>9} {cells[3]:>10} "
+                         f"{cells[4]:>14} {cells[5]:>14} {cells[6]:>10}")
+    if any(r["raw"].get("measured_during_our_build") for r in rows):
+        lines.append("* measured while our binaries were still building in the background")
+    if bandwidth:
+        lines.append(f"floor = weight bytes one decode step reads / copy bandwidth "
+                     f"({bandwidth['bandwidth_gbs']:.0f} GB/s on {bandwidth.get('bandwidth_device')})")
+    return "\n".join(lines)
+
+
+def _cell(value: float | None, digits: int, unit: str = "") -> str:
+    return f"{value:,.{digits}f}{unit}" if value is not None else "–"

@@ -1,20 +1,42 @@
 """Runs a configuration: every model x setting x path in its own process, one progress line
-each, every outcome (measured, failed or skipped) stored as a row."""
+each, every outcome (measured, failed or skipped) stored as a row.
+
+Options of a run (Options): a time budget for the whole run (a row that would start after
+it is skipped, and each path's timeout is cut to what is left, so a device call ends with
+its summary); a build marker file (scripts/gpu_check.sh --bench builds our binaries while
+the peers run: before a path of ours the runner waits for the file, and a row measured
+while the build still ran says so in its raw fields); a raw log of every path's command
+and output. With `bandwidth_gib`, a copy kernel measures the device's bandwidth first, and
+every row of a model whose weights the suite can size carries the decode floor (bytes one
+step reads / bandwidth) in its raw fields."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import process, stats
 from .config import Config, Model, Setting
-from .machine import git_info, machine_info
-from .models import ModelError, prepare
+from .machine import cuda_gpus, git_info, machine_info
+from .models import ModelError, decode_bytes, prepare
 from .paths import COMPILE_ONLY, PATHS, SUITE_DIR, Job, PathSpec
-from .prompt import PromptError, prompt_ids
+from .prompt import PromptError, prompt_ids, seeded_ids
 from .store import Result, Store
+
+
+@dataclass
+class Options:
+    budget_s: float | None = None      # the whole run's wall-clock budget
+    build_marker: Path | None = None   # exists once our binaries' build has ended
+    raw_log: Path | None = None        # every path's command, stdout and stderr appended here
+    started: float = 0.0               # time.monotonic() at the run's start
+
+    def left_s(self) -> float | None:
+        return None if self.budget_s is None else self.budget_s - (time.monotonic() - self.started)
 
 REQUIRED_FIELDS = {"ttft_ms_samples", "tpot_ms_samples", "prompt_ids", "generated_ids"}
 
@@ -67,22 +89,38 @@ class Progress:
         print(f"      {summary}{wall}", file=self.stream, flush=True)
 
 
-def _measure(spec: PathSpec, job: Job, base: Result, timeout_s: int, warmups: int) -> Result:
+def _suite_env() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SUITE_DIR), os.environ.get("PYTHONPATH")])))
+
+
+def _log_raw(raw_log: Path | None, title: str, command: list[str], outcome: process.Outcome) -> None:
+    if raw_log is None:
+        return
+    with raw_log.open("a") as log:
+        log.write(f"===== {title}\n$ {' '.join(command)}\nexit {outcome.returncode}, {outcome.wall_s:.1f} s"
+                  f"{', timed out' if outcome.timed_out else ''}\n--- stdout\n{outcome.stdout}\n"
+                  f"--- stderr\n{outcome.stderr}\n")
+
+
+def _measure(spec: PathSpec, job: Job, base: Result, timeout_s: float, warmups: int,
+             raw_log: Path | None = None) -> Result:
     reason = spec.unavailable(job)
     if reason:
         base.status, base.error = "skipped", reason
         return base
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SUITE_DIR), os.environ.get("PYTHONPATH")])))
+    env = _suite_env()
     threads = str(job.threads or 1)
     env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    command = spec.command(job)
     try:
-        outcome = process.run(spec.command(job), timeout_s, env)
+        outcome = process.run(command, timeout_s, env)
     except OSError as error:
         base.status, base.error = "failed", f"could not start: {error}"
         return base
+    _log_raw(raw_log, f"{base.model} · {spec.name} · {base.setting}", command, outcome)
     base.wall_s, base.peak_rss_mib = round(outcome.wall_s, 2), round(outcome.peak_rss_mib, 1)
     if outcome.timed_out:
-        base.status, base.error = "failed", f"timed out after {timeout_s} s"
+        base.status, base.error = "failed", f"timed out after {timeout_s:.0f} s"
         return base
     try:
         results = process.parse_results(outcome.stdout)
@@ -104,27 +142,89 @@ def count_jobs(config: Config) -> int:
     return sum(1 if path in COMPILE_ONLY else len(config.settings) for m in config.models for path in m.paths)
 
 
-def run(config: Config, store: Store, binaries: Path, work: Path) -> int:
+def _uses_cuda(model: Model) -> bool:
+    return any(path.endswith("-cuda") for path in model.paths)
+
+
+def measure_bandwidth(config: Config, options: Options) -> dict:
+    """The copy worker's BANDWIDTH_RESULT on the GPU when a CUDA path is configured and
+    there is a GPU, else on the CPU; {"error": reason} when it did not measure."""
+    device = "cuda" if any(_uses_cuda(m) for m in config.models) and cuda_gpus() else "cpu"
+    command = [sys.executable, "-m", "luminal_bench.workers.copy_bandwidth", "--device", device,
+               "--gib", str(config.bandwidth_gib)]
+    try:
+        outcome = process.run(command, 300, _suite_env())
+    except OSError as error:
+        return {"error": f"could not start: {error}"}
+    _log_raw(options.raw_log, "copy bandwidth", command, outcome)
+    for line in outcome.stdout.splitlines():
+        if line.startswith("BANDWIDTH_RESULT ") and outcome.returncode == 0:
+            return json.loads(line.split(" ", 1)[1])
+    return {"error": f"exit code {outcome.returncode}: {outcome.tail(3)}"}
+
+
+def floor_fields(model_file: Path | None, bandwidth: dict | None) -> dict:
+    """What a row records about the decode floor of its model (empty when unknown)."""
+    sizes = decode_bytes(model_file) if model_file is not None else None
+    if not sizes:
+        return {}
+    fields = dict(sizes)
+    if bandwidth and "bandwidth_gbs" in bandwidth:
+        fields.update(bandwidth_gbs=bandwidth["bandwidth_gbs"], bandwidth_device=bandwidth.get("name"),
+                      floor_ms=sizes["decode_bytes"] / (bandwidth["bandwidth_gbs"] * 1e9) * 1e3)
+    return fields
+
+
+def run(config: Config, store: Store, binaries: Path, work: Path, options: Options | None = None) -> int:
+    options = options or Options()
+    options.started = time.monotonic()
     run_id = store.begin_run(config.name, git_info(), machine_info())
     progress = Progress(count_jobs(config))
+    bandwidth = None
+    if config.bandwidth_gib > 0:
+        bandwidth = measure_bandwidth(config, options)
+        if "error" in bandwidth:
+            print(f"copy bandwidth: FAILED ({bandwidth['error']})", file=sys.stderr, flush=True)
+        else:
+            print(f"copy bandwidth ({bandwidth['name']}, {bandwidth['buffer_bytes'] / 2**30:.1f} GiB buffer): "
+                  f"{bandwidth['bandwidth_gbs']:.0f} GB/s, median of {len(bandwidth['copy_ms_samples'])} copies",
+                  file=sys.stderr, flush=True)
     for model in config.models:
         model_file, model_error = None, None
-        try:
-            model_file = prepare(model, work, binaries)
-        except ModelError as error:
-            model_error = f"model not prepared: {error}"
+        left = options.left_s()
+        if left is not None and left <= 0:
+            model_error = f"not prepared: the run's budget of {options.budget_s:.0f} s was spent"
+        else:
+            try:
+                model_file = prepare(model, work, binaries, "cuda" if _uses_cuda(model) and cuda_gpus() else "cpu",
+                                     1800 if left is None else left)
+            except ModelError as error:
+                model_error = f"model not prepared: {error}"
+        floor = floor_fields(model_file, bandwidth)
         for path in model.paths:
             spec = PATHS[path]
             settings = config.settings[:1] if path in COMPILE_ONLY else config.settings
             for setting in settings:
                 _run_one(config, store, run_id, progress, model, model_file, model_error, spec, setting, binaries,
-                         work)
+                         work, options, floor)
+        if model_file is not None and model.options.get("delete_after"):
+            shutil.rmtree(model_file, ignore_errors=True)  # a 16 GB file need not outlive its rows
     store.finish_run(run_id)
     return run_id
 
 
+def _wait_for_build(options: Options) -> None:
+    """Until the build marker exists or the budget ends."""
+    while options.build_marker is not None and not options.build_marker.exists():
+        left = options.left_s()
+        if left is not None and left <= 0:
+            return
+        time.sleep(1)
+
+
 def _run_one(config: Config, store: Store, run_id: int, progress: Progress, model: Model, model_file: Path | None,
-             model_error: str | None, spec: PathSpec, setting: Setting, binaries: Path, work: Path) -> None:
+             model_error: str | None, spec: PathSpec, setting: Setting, binaries: Path, work: Path,
+             options: Options, floor: dict) -> None:
     compile_only = spec.name in COMPILE_ONLY
     base = Result(model=model.key, model_title=model.title, path=spec.name,
                   setting="compile only" if compile_only else setting.label, status="failed",
@@ -133,24 +233,42 @@ def _run_one(config: Config, store: Store, run_id: int, progress: Progress, mode
                   threads=1 if compile_only else setting.effective_threads, iters=config.iters,
                   warmups=0 if compile_only else config.warmups)
     progress.start(f"{model.key} · {spec.label} · {base.setting}")
+    if spec.ours:
+        _wait_for_build(options)
     started = time.monotonic()
+    left = options.left_s()
+    timeout_s = model.timeout_s(spec.name, config.timeout_s)
+    if left is not None:
+        timeout_s = min(timeout_s, left)
     if model_error is not None:
         base.error = model_error
+    elif timeout_s <= 0:
+        base.status, base.error = "skipped", f"the run's budget of {options.budget_s:.0f} s was spent"
     else:
         job = Job(model_file=model_file, prompt_ids=[], decode_tokens=setting.decode_tokens,
                   iters=config.iters if compile_only else config.warmups + config.iters, warmups=config.warmups,
-                  threads=None if compile_only else setting.threads, search=config.search, binaries=binaries)
+                  threads=None if compile_only else setting.threads, search=config.search, binaries=binaries,
+                  dtype=model.dtype, compile_mode=model.options.get("compile_mode", "default"))
+        building = options.build_marker is not None and not options.build_marker.exists()
         reason = spec.unavailable(job)  # before tokenizing: a path that cannot run here is skipped, not failed
         if reason:
             base.status, base.error = "skipped", reason
         elif compile_only:
-            base = _measure(spec, job, base, config.timeout_s, config.warmups)
+            base = _measure(spec, job, base, timeout_s, config.warmups, options.raw_log)
         else:
             try:
-                ids = prompt_ids(model_file, config.prompt_text, setting.prompt_tokens, binaries, work)
-                base = _measure(spec, replace(job, prompt_ids=ids), base, config.timeout_s, config.warmups)
+                if model.options.get("prompt") == "seeded":
+                    ids = seeded_ids(model_file, setting.prompt_tokens, model.options.get("seed", 0))
+                else:
+                    ids = prompt_ids(model_file, config.prompt_text, setting.prompt_tokens, binaries, work)
+                base = _measure(spec, replace(job, prompt_ids=ids), base, timeout_s, config.warmups,
+                                options.raw_log)
             except PromptError as failure:
                 base.error = f"prompt ids: {failure}"
+        if base.status == "ok":
+            base.raw.update(floor)
+            if building:
+                base.raw["measured_during_our_build"] = True
     if base.wall_s is None:
         base.wall_s = round(time.monotonic() - started, 2)
     store.add_result(run_id, base)

@@ -14,7 +14,8 @@ import time
 from typing import Callable
 
 
-def arguments(description: str) -> argparse.Namespace:
+def arguments(description: str, extra: list[tuple[str, str]] = ()) -> argparse.Namespace:
+    """The common flags, plus `extra` (flag, default) string options of one worker."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", required=True)
     parser.add_argument("--prompt-ids", required=True, help="comma-separated token ids")
@@ -24,6 +25,8 @@ def arguments(description: str) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--mode", default="eager")
     parser.add_argument("--device", default="cpu")
+    for flag, default in extra:
+        parser.add_argument(flag, default=default)
     args = parser.parse_args()
     args.prompt_ids = [int(x) for x in args.prompt_ids.split(",")]
     return args

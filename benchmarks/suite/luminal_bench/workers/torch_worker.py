@@ -1,7 +1,8 @@
 """PyTorch (transformers) on the model: eager, or torch.compile of the forward (default
 inductor), on the CPU or a CUDA device. Both use a StaticCache sized for the run, so
-prefill and decode see fixed shapes and torch.compile compiles once per shape; f32
-throughout (a GGUF file is dequantized to f32 by transformers). Reading the picked token
+prefill and decode see fixed shapes and torch.compile compiles once per shape; --dtype
+throughout (f32 by default; a GGUF file is dequantized to f32 by transformers). A tensor
+the model lacks or does not use in the file fails the run. Reading the picked token
 back (int(argmax)) waits for the device, so every sample ends when its token is known. The
 prefill computes the last position's logits only (logits_to_keep=1), as ours does."""
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .measure import arguments, emit, measure, ms_since
 
 
 def main() -> None:
-    args = arguments(__doc__.split("\n")[0])
+    args = arguments(__doc__.split("\n")[0], extra=[("--dtype", "float32"), ("--compile-mode", "default")])
     # A fresh inductor cache: torch.compile then compiles from scratch on every run, as ours
     # does (a warm on-disk cache made its warm-up 2-3x faster from one run to the next here).
     cache_dir = tempfile.TemporaryDirectory(prefix="luminal-bench-inductor-")
@@ -28,17 +29,22 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     model_path = Path(args.model)
+    device = torch.device(args.device)
+    torch_dtype = getattr(torch, args.dtype)
     if model_path.suffix == ".gguf":
         model = AutoModelForCausalLM.from_pretrained(model_path.parent, gguf_file=model_path.name,
-                                                     dtype=torch.float32)
-        dtype = "float32 (GGUF dequantized by transformers)"
-    else:
-        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
-        dtype = "float32"
-    device = torch.device(args.device)
+                                                     dtype=torch_dtype)
+        dtype = f"{args.dtype} (GGUF dequantized by transformers)"
+    else:  # straight onto the device: a 16 GB model need not pass through host memory twice
+        model, info = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype, device_map=str(device),
+                                                           output_loading_info=True)
+        problems = {kind: names for kind, names in info.items() if names}
+        if problems:
+            raise SystemExit(f"transformers loaded {model_path} with {problems}")
+        dtype = args.dtype
     model.eval().to(device)
     load_ms = ms_since(start)
-    forward = torch.compile(model.forward) if args.mode == "compile" else model.forward
+    forward = torch.compile(model.forward, mode=args.compile_mode) if args.mode == "compile" else model.forward
     cache = StaticCache(config=model.config, max_cache_len=len(args.prompt_ids) + args.decode_tokens + 8)
     prompt = torch.tensor([args.prompt_ids], device=device)
     prompt_positions = torch.arange(len(args.prompt_ids), device=device)
@@ -61,7 +67,8 @@ def main() -> None:
                   threads=args.threads, versions={"torch": torch.__version__,
                                                   "transformers": transformers.__version__})
     if args.mode == "compile":  # torch.compile compiles (and recompiles) during the warm-up calls
-        result.update(compile_ms=sum(result["ttft_ms_samples"][:args.warmups]) + result.pop("warmup_step_ms"),
+        result.update(compile_mode=args.compile_mode,
+                      compile_ms=sum(result["ttft_ms_samples"][:args.warmups]) + result.pop("warmup_step_ms"),
                       compile_note="warm-up prefills + warm-up decode step")
     emit(result)
     cache_dir.cleanup()
