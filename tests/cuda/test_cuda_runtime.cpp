@@ -52,6 +52,31 @@ TEST_CASE("matmul, softmax and a gather on the device equal the reference") {
     CHECK_THROWS_WITH_AS(gpu.execute(g.dyn_map()), doctest::Contains("out of range"), Error);
 }
 
+TEST_CASE("decode-like steps of one size bucket replay one captured graph, each equal to the reference") {
+    Graph g;
+    auto cache = g.named_tensor("cache", {16, 64});
+    auto token = g.named_tensor("token", {1, 64});
+    auto seen = cache.slice_along(0, 0, Expression('p'));
+    // No Matmul: cuBLASLt's call takes the exact sizes, so it would differ between the steps.
+    auto y = (((seen * token.expand({Expression('p'), 64})).sum(1)) * 0.125).softmax(0).output();
+    g.set_dim('p', 5);
+    auto gpu = g.compile(cuda::CudaRuntime{});
+    auto ref = g.compile(ReferenceRuntime{});
+    const auto cv = ramp(16 * 64, 0.03f);
+    gpu.set_data(cache, cv), ref.set_data(cache, cv);
+    for (std::int64_t p = 5; p <= 8; ++p) {  // one bucket: 5..8 round up to 8
+        CAPTURE(p);
+        g.set_dim('p', p);
+        const auto tv = ramp(64, 0.01f * static_cast<float>(p));
+        gpu.set_data(token, tv), ref.set_data(token, tv);
+        gpu.execute(g.dyn_map());
+        ref.execute(g.dyn_map());
+        CHECK(luminal_test::max_abs_diff(gpu.get_f32(y), ref.get_f32(y)) < 1e-5);
+    }
+    CHECK(gpu.graph_captures() == 1);  // at p = 6, the second step of equal work
+    CHECK(gpu.graph_replays() == 2);   // p = 7 and 8
+}
+
 TEST_CASE("each bundled family on the device matches transformers (f32 weights)") {
     const auto models = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models";
     for (const char* name : {"llama", "qwen3", "gemma3", "qwen3_moe", "gemma4_moe"}) {

@@ -5,6 +5,8 @@
 // and test_egraph, where the emulator is one of the runtimes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <luminal/cuda.hpp>
@@ -145,8 +147,31 @@ TEST_CASE("NVRTC: a kernel that does not compile is an Error with the log; compi
         MESSAGE("skipped: NVRTC not available");
         return;
     }
-    CHECK_THROWS_WITH_AS(cuda::Nvrtc::get().compile("extern \"C\" __global__ void k() { undefined_name(); }", 90),
-                         doctest::Contains("undefined_name"), Error);
+    const std::string broken = "extern \"C\" __global__ void k() { undefined_name(); }";
+    CHECK_THROWS_WITH_AS(cuda::Nvrtc::get().compile(broken, 90, "node 7 (test op)"), doctest::Contains("undefined_name"), Error);
+    {
+        // With LUMINAL_DUMP the Error names the kernel and where its source and NVRTC's log were written.
+        const auto dump = std::filesystem::temp_directory_path() / fmt::format("luminal-dump-{}", ::getpid());
+        std::filesystem::remove_all(dump);
+        ::setenv("LUMINAL_DUMP", dump.c_str(), 1);
+        std::string message;
+        try {
+            cuda::Nvrtc::get().compile(broken + "\n", 90, "node 7 (test op)");
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        ::unsetenv("LUMINAL_DUMP");
+        CHECK(message.find("node 7 (test op) does not compile") != std::string::npos);
+        std::size_t sources = 0, logs = 0;
+        for (const auto& f : std::filesystem::directory_iterator(dump / "kernels")) {
+            CHECK(message.find(f.path().string()) != std::string::npos);
+            sources += f.path().extension() == ".cu";
+            logs += f.path().extension() == ".log";
+        }
+        CHECK(sources == 1);
+        CHECK(logs == 1);
+        std::filesystem::remove_all(dump);
+    }
     const auto dir = std::filesystem::temp_directory_path() / fmt::format("luminal-kernel-cache-{}", ::getpid());
     std::filesystem::remove_all(dir);
     ::setenv("LUMINAL_CACHE_DIR", dir.c_str(), 1);
@@ -207,4 +232,77 @@ TEST_CASE("a decode GEMV has a 16-byte-load form where rows are aligned, and it 
     auto odd = h.compile(cuda::HostEmulator{});
     for (const cuda::PlannedNode& p : odd.plan().nodes)
         if (p.kernel && cuda::vector_kernel_source(*p.kernel)) CHECK_FALSE(cuda::vector_launch_ok(*p.kernel, h.dyn_map()));
+}
+
+namespace {
+
+std::vector<float> wavy(std::size_t n) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3);
+    return v;
+}
+
+// The row kernels of a compiled graph; every other kernel must be an Output's copy (a single load).
+std::vector<cuda::Kernel> row_kernels_only(const cuda::Plan& plan) {
+    std::vector<cuda::Kernel> rows;
+    for (const cuda::PlannedNode& p : plan.nodes) {
+        if (!p.kernel) continue;
+        if (p.kernel->shape == cuda::Kernel::Shape::Row) rows.push_back(*p.kernel);
+        else CHECK(p.kernel->body.steps.size() == 2);  // load + cast into the output buffer
+    }
+    return rows;
+}
+
+}  // namespace
+
+TEST_CASE("softmax and RMSNorm each run as one row kernel, equal to values computed here") {
+    constexpr std::size_t rows = 3, length = 40;  // a row longer than a warp, not a multiple of it
+    const std::vector<float> xs = wavy(rows * length), ws = wavy(length + 7);
+    const std::vector<float> weight(ws.begin() + 7, ws.end());
+    std::vector<double> softmax(rows * length), rms(rows * length);
+    for (std::size_t r = 0; r < rows; ++r) {
+        double max = -1e30, sum = 0, squares = 0;
+        for (std::size_t k = 0; k < length; ++k) max = std::max(max, double(xs[r * length + k]));
+        for (std::size_t k = 0; k < length; ++k) sum += std::exp(xs[r * length + k] - max), squares += double(xs[r * length + k]) * xs[r * length + k];
+        for (std::size_t k = 0; k < length; ++k) {
+            softmax[r * length + k] = std::exp(xs[r * length + k] - max) / sum;
+            rms[r * length + k] = xs[r * length + k] / std::sqrt(squares / length + 1e-5) * weight[k];
+        }
+    }
+    auto check_close = [](const std::vector<float>& got, const std::vector<double>& want) {
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+    };
+    for (bool is_softmax : {true, false}) {
+        CAPTURE(is_softmax);
+        Graph g;
+        auto x = g.named_tensor("x", {rows, length});
+        auto w = g.named_tensor("w", {length});
+        auto out = (is_softmax ? x.softmax(-1) : x.rms_norm({-1}, 1e-5) * w.expand({rows, length})).output();
+        auto [rt, report] = compile_with_report(g, luminal_test::CompilingEmulator{});
+        rt.set_data(x, xs);
+        rt.set_data(w, weight);
+        rt.execute(g.dyn_map());
+        check_close(rt.get_f32(out), is_softmax ? softmax : rms);
+        const auto kernels = row_kernels_only(rt.plan());
+        REQUIRE(kernels.size() == 1);
+        CHECK(kernels[0].stages.size() == (is_softmax ? 3u : 2u));  // max, sum, 1/sum; mean square, rsqrt
+        // The row op's reference semantics, run by the reference runtime on the same program.
+        ReferenceRuntime reference;
+        reference.load(report.program);
+        reference.set_data(x, xs);
+        reference.set_data(w, weight);
+        reference.execute(g.dyn_map());
+        check_close(reference.get_f32(out), is_softmax ? softmax : rms);
+        // Both thread layouts print and compile; only the block's needs shared memory and barriers.
+        for (auto strategy : {cuda::ReduceStrategy::WarpPerOutput, cuda::ReduceStrategy::BlockPerOutput}) {
+            cuda::Kernel k = kernels[0];
+            k.strategy = strategy;
+            const std::string source = cuda::kernel_source(k);
+            const bool block = strategy == cuda::ReduceStrategy::BlockPerOutput;
+            CHECK((source.find("__syncthreads()") != std::string::npos) == block);
+            CHECK(source.find("__shfl_xor_sync") != std::string::npos);
+            if (nvrtc_expected()) CHECK_NOTHROW(cuda::Nvrtc::get().compile(source, 90));
+        }
+    }
 }

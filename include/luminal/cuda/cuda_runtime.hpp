@@ -6,11 +6,18 @@
 // into its input's buffer, and an execution whose launches (grids, buffers,
 // library calls) match an earlier one's replays a captured CUDA graph: the
 // dims live in device memory, so a decode step whose grids did not change
-// replays without re-capture. execute() returns when the outputs are ready
-// and reports a kernel's fault (a gather index out of range, say) as an Error
-// naming the node. Constructing one without a usable device is an Error
-// starting "no CUDA device".
+// replays without re-capture. Memory and grids are planned for the dims
+// rounded up to powers of two (kernels stride over any grid), so the decode
+// steps of one such bucket enqueue equal work and replay one graph.
+// execute() returns when the outputs are ready and reports a kernel's fault
+// (a gather index out of range, say) as an Error naming the node; a fault
+// that poisons the context is a FatalError naming the last kernel enqueued
+// (LUMINAL_CUDA_SYNC=1 synchronises after every launch to name the one that
+// faulted), and the runtime refuses to run after it. Constructing one
+// without a usable device is an Error starting "no CUDA device".
 #include <array>
+#include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -35,7 +42,10 @@ public:
     using Rules = egraph::CudaRules;
 
     CudaRuntime() : driver_(&Driver::get()) {
+        driver_->check_usable();
         driver_->make_current();
+        const char* sync = std::getenv("LUMINAL_CUDA_SYNC");
+        sync_each_launch_ = sync && *sync && std::string_view(sync) != "0";
         check_call(api().stream_create(&stream_, kStreamNonBlocking), "cuStreamCreate");
         check_call(api().event_create(&start_, 0), "cuEventCreate");
         check_call(api().event_create(&stop_, 0), "cuEventCreate");
@@ -64,12 +74,14 @@ public:
         if (binding == InputBinding::Keep)
             for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
                 if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(inputs_[*old]);
+        driver_->check_usable();
         plan_ = plan_program(program);
         nodes_ = program.nodes;
         inputs_ = std::move(kept);
         outputs_.clear();
         outputs_.resize(nodes_.size());
         numel_.assign(nodes_.size(), 0);
+        planned_.assign(nodes_.size(), 0);
         arena_plan_.reset();
         executed_ = false;
         clear_graphs();
@@ -77,15 +89,16 @@ public:
         functions_.assign(nodes_.size(), {});
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const PlannedNode& p = plan_.nodes[id];
+            const std::string kernel = label(id);
             if (p.kernel) {
-                functions_[id][0] = KernelModules::get().function(kernel_source(*p.kernel), entry_of(*p.kernel), arch);
+                functions_[id][0] = KernelModules::get().function(kernel_source(*p.kernel), entry_of(*p.kernel), arch, kernel);
                 if (auto vector = vector_kernel_source(*p.kernel))
-                    functions_[id][3] = KernelModules::get().function(*vector, kReduceEntry, arch);
+                    functions_[id][3] = KernelModules::get().function(*vector, kReduceEntry, arch, kernel);
             }
             if (p.scatter) {
                 const std::string source = kernel_source(*p.scatter);
-                functions_[id][1] = KernelModules::get().function(source, kScatterClaimEntry, arch);
-                functions_[id][2] = KernelModules::get().function(source, kScatterWriteEntry, arch);
+                functions_[id][1] = KernelModules::get().function(source, kScatterClaimEntry, arch, kernel);
+                functions_[id][2] = KernelModules::get().function(source, kScatterWriteEntry, arch, kernel);
             }
             if (p.role == PlannedNode::Role::HostOp)
                 check(nodes_[id].spec.payload_as<BlasMatmulOp>() != nullptr, "CudaRuntime::load",
@@ -166,7 +179,21 @@ private:
     static constexpr unsigned kBlock = 256;
 
     const DriverApi& api() const { return driver_->api(); }
-    void check_call(CuResult r, const char* call) const { driver_->check_call(r, call); }
+    void check_call(CuResult r, std::string_view call) const { driver_->check_call(r, call); }
+    std::string label(std::uint32_t id) const { return fmt::format("node {} ({})", id, nodes_[id].spec.op.name()); }
+
+    // The dims memory and grids are planned for: each rounded up to a power of two.
+    static DynMap size_bucket(const DynMap& dims) {
+        DynMap bucket;
+        for (auto [c, v] : dims.entries())
+            bucket.set(c, v > 1 ? static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(v))) : v);
+        return bucket;
+    }
+    static std::int64_t numel_at(const Shape& shape, const DynMap& dims) {
+        std::int64_t n = 1;
+        for (auto& d : shape) n *= std::max<std::int64_t>(d.eval(dims), 0);
+        return n;
+    }
 
     void swap(CudaRuntime& o) noexcept {
         std::swap(driver_, o.driver_);
@@ -182,6 +209,8 @@ private:
         std::swap(outputs_, o.outputs_);
         std::swap(functions_, o.functions_);
         std::swap(numel_, o.numel_);
+        std::swap(planned_, o.planned_);
+        std::swap(sync_each_launch_, o.sync_each_launch_);
         std::swap(arena_plan_, o.arena_plan_);
         std::swap(arena_sizes_, o.arena_sizes_);
         std::swap(scratch_of_, o.scratch_of_);
@@ -201,8 +230,11 @@ private:
         last_launches_.clear();
     }
 
+    // Rebinding keeps the input's buffer where the data fits, so a decode
+    // step's new token enqueues the same work as the last one.
     void bind_input(std::uint32_t index, const std::vector<std::byte>& bytes, std::size_t count) {
         Input in;
+        if (inputs_[index]) in.buffer = std::move(inputs_[index]->buffer);
         in.buffer.reserve(bytes.size());
         in.count = static_cast<std::int64_t>(count);
         if (!bytes.empty()) {
@@ -237,7 +269,7 @@ private:
         scratch_of_.assign(nodes_.size(), kNoScratch);
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             if (in_arena(id))
-                requests.push_back({static_cast<std::size_t>(numel_[id]) * size_of(nodes_[id].spec.dtype), id, plan_.last_use[id]});
+                requests.push_back({static_cast<std::size_t>(planned_[id]) * size_of(nodes_[id].spec.dtype), id, plan_.last_use[id]});
             else
                 requests.push_back({0, id, id});
             sizes.push_back(requests.back().bytes);
@@ -245,7 +277,7 @@ private:
         for (std::uint32_t id = 0; id < nodes_.size(); ++id)
             if (plan_.nodes[id].scatter) {
                 scratch_of_[id] = requests.size();
-                requests.push_back({static_cast<std::size_t>(numel_[id]) * sizeof(std::int32_t), id, id});
+                requests.push_back({static_cast<std::size_t>(planned_[id]) * sizeof(std::int32_t), id, id});
                 sizes.push_back(requests.back().bytes);
             }
         if (arena_plan_ && sizes == arena_sizes_) return;
@@ -306,8 +338,8 @@ private:
         return l;
     }
 
-    // The work of one execution at `dims`, in order.
-    std::vector<Launch> launches(const DynMap& dims) {
+    // The work of one execution at `dims`, in order; grids for `bucket`.
+    std::vector<Launch> launches(const DynMap& dims, const DynMap& bucket) {
         std::vector<Launch> out;
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const ProgramNode& node = nodes_[id];
@@ -319,19 +351,19 @@ private:
             if (p.role == PlannedNode::Role::HostOp) {
                 append_blas(out, id, ins, dst, dims);
             } else if (p.role == PlannedNode::Role::Scatter) {
-                if (p.kernel) out.push_back(kernel_launch(id, functions_[id][0], *p.kernel, dst, std::span(ins).first(1), dims));
+                if (p.kernel) out.push_back(kernel_launch(id, functions_[id][0], *p.kernel, dst, std::span(ins).first(1), bucket));
                 const CuDevicePtr winner = arena_.ptr() + arena_plan_->offsets[scratch_of_[id]];
                 Launch clear;
                 clear.kind = Launch::Kind::Memset;
                 clear.dst = winner;
-                clear.bytes = static_cast<std::size_t>(numel_[id]) * sizeof(std::int32_t);
+                clear.bytes = static_cast<std::size_t>(planned_[id]) * sizeof(std::int32_t);
                 out.push_back(clear);
                 const std::int64_t count = p.scatter->count.eval(dims);
                 check(count < std::numeric_limits<std::int32_t>::max(), "CudaRuntime", "node {}: {} scattered elements", id, count);
                 Launch claim;
                 claim.function = functions_[id][1];
                 claim.block = kBlock;
-                claim.grid = count == 0 ? 0 : grid_for(count, kBlock, driver_->multiprocessors());
+                claim.grid = count == 0 ? 0 : grid_for(std::max(count, p.scatter->count.eval(bucket)), kBlock, driver_->multiprocessors());
                 claim.node = static_cast<int>(id);
                 for (CuDevicePtr a : {winner, ins[1], ins[2], dims_buffer_.ptr(), fault_buffer_.ptr()}) claim.args[claim.arg_count++] = a;
                 out.push_back(claim);
@@ -342,7 +374,7 @@ private:
                 out.push_back(write);
             } else {
                 const bool vector = functions_[id][3] != nullptr && vector_launch_ok(*p.kernel, dims);
-                out.push_back(kernel_launch(id, functions_[id][vector ? 3 : 0], *p.kernel, dst, ins, dims));
+                out.push_back(kernel_launch(id, functions_[id][vector ? 3 : 0], *p.kernel, dst, ins, bucket));
             }
         }
         for (auto [output, input] : plan_.carried) {
@@ -376,7 +408,7 @@ private:
         }
         std::vector<DType> dtypes{l.operands, nodes_[nodes_[id].sources[1]].spec.dtype};
         const Kernel k = lowering_detail::matmul_kernel(spec, dtypes, id);
-        CuFunction f = KernelModules::get().function(kernel_source(k), kReduceEntry, driver_->compute_capability());
+        CuFunction f = KernelModules::get().function(kernel_source(k), kReduceEntry, driver_->compute_capability(), label(id));
         out.push_back(kernel_launch(id, f, k, dst, ins, dims));
     }
 
@@ -407,9 +439,12 @@ private:
 
     // One execution; with `timed`, the device seconds between events around its work.
     double run(const DynMap& dims, bool timed) {
+        driver_->check_usable();
+        const DynMap bucket = size_bucket(dims);
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const NodeSpec& node = nodes_[id].spec;
             numel_[id] = numel_of(node.shape, dims, id);
+            planned_[id] = std::max(numel_[id], numel_at(node.shape, bucket));
             if (plan_.nodes[id].role == PlannedNode::Role::Input) {
                 check(inputs_[id].has_value(), "CudaRuntime::execute", "input '{}' (node {}) has no data; call set_data",
                       node.op.label, node.hlir);
@@ -418,20 +453,27 @@ private:
                       inputs_[id]->count, to_string(node.shape), numel_[id]);
             }
             if (node.kind == symbol_of(OpKind::Output) && !plan_.nodes[id].aliases_source)
-                outputs_[id].reserve(static_cast<std::size_t>(numel_[id]) * size_of(node.dtype));
+                outputs_[id].reserve(static_cast<std::size_t>(planned_[id]) * size_of(node.dtype));
         }
         plan_memory();
         std::array<std::int64_t, kDimSlots> dim_values{};
         for (auto [c, v] : dims.entries()) dim_values[static_cast<std::size_t>(dim_slot(c))] = v;
         check_call(api().memcpy_htod_async(dims_buffer_.ptr(), dim_values.data(), sizeof dim_values, stream_), "cuMemcpyHtoDAsync");
         check_call(api().memset_d8_async(fault_buffer_.ptr(), 0, 4 * sizeof(std::int64_t), stream_), "cuMemsetD8Async");
-        std::vector<Launch> work = launches(dims);
-        if (timed) check_call(api().event_record(start_, stream_), "cuEventRecord");
-        replay_or_enqueue(work);
-        if (timed) check_call(api().event_record(stop_, stream_), "cuEventRecord");
+        std::vector<Launch> work = launches(dims, bucket);
         std::array<std::int64_t, 4> fault{};
-        check_call(api().memcpy_dtoh_async(fault.data(), fault_buffer_.ptr(), sizeof fault, stream_), "cuMemcpyDtoHAsync");
-        check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+        try {
+            if (timed) check_call(api().event_record(start_, stream_), "cuEventRecord");
+            replay_or_enqueue(work);
+            if (timed) check_call(api().event_record(stop_, stream_), "cuEventRecord");
+            check_call(api().memcpy_dtoh_async(fault.data(), fault_buffer_.ptr(), sizeof fault, stream_), "cuMemcpyDtoHAsync");
+            check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+        } catch (const FatalError& e) {
+            if (sync_each_launch_) throw;
+            throw FatalError("CudaRuntime", fmt::format("{}; the last kernel enqueued before it was reported is {} "
+                                                        "(LUMINAL_CUDA_SYNC=1 synchronises after each launch to name the one that faulted)",
+                                                        e.what(), last_kernel(work)));
+        }
         report(fault);
         hand_carried_state_over();
         executed_ = true;
@@ -464,8 +506,21 @@ private:
         }
     }
 
+    std::string last_kernel(const std::vector<Launch>& work) const {
+        for (auto l = work.rbegin(); l != work.rend(); ++l)
+            if (l->kind == Launch::Kind::Kernel || l->kind == Launch::Kind::Blas) return label(static_cast<std::uint32_t>(l->node));
+        return "none";
+    }
+
     // Replays the graph captured for this exact work; captures one the second time the same work comes.
     void replay_or_enqueue(const std::vector<Launch>& work) {
+        if (sync_each_launch_) {
+            for (const Launch& l : work) {
+                enqueue(l);
+                check_call(api().stream_synchronize(stream_), fmt::format("the launch for {}", label(static_cast<std::uint32_t>(l.node))));
+            }
+            return;
+        }
         for (CapturedGraph& g : graphs_)
             if (g.launches == work) {
                 check_call(api().graph_launch(g.exec, stream_), "cuGraphLaunch");
@@ -521,6 +576,7 @@ private:
     std::vector<DeviceBuffer> outputs_;
     std::vector<std::array<CuFunction, 4>> functions_;  // kernel, scatter claim, scatter write, 16-byte-load kernel
     std::vector<std::int64_t> numel_;
+    std::vector<std::int64_t> planned_;  // elements memory is planned for: at least numel_, for the dims' bucket
     std::optional<ArenaPlan> arena_plan_;
     std::vector<std::size_t> arena_sizes_;
     std::vector<std::size_t> scratch_of_;
@@ -528,6 +584,7 @@ private:
     std::vector<Launch> last_launches_;
     std::size_t graph_replays_ = 0, graph_captures_ = 0;
     bool executed_ = false;
+    bool sync_each_launch_ = false;
 };
 
 }  // namespace luminal::cuda

@@ -29,14 +29,24 @@ public:
         if (bytes <= bytes_ && ptr_ != 0) return false;
         release();
         const Driver& d = Driver::get();
-        d.check_call(d.api().mem_alloc(&ptr_, std::max<std::size_t>(bytes, 256)), "cuMemAlloc");
-        bytes_ = std::max<std::size_t>(bytes, 256);
+        const std::size_t asked = std::max<std::size_t>(bytes, 256);
+        const CuResult result = d.api().mem_alloc(&ptr_, asked);
+        if (result == kOutOfMemory) {
+            ptr_ = 0;
+            const auto [free, total] = d.memory();
+            throw Error("cuda", fmt::format("out of device memory: asked for {} bytes ({:.1f} MiB), {:.1f} MiB free of {:.1f} MiB",
+                                            asked, mib(asked), mib(free), mib(total)));
+        }
+        d.check_call(result, "cuMemAlloc");
+        bytes_ = asked;
         return true;
     }
     CuDevicePtr ptr() const { return ptr_; }
     std::size_t bytes() const { return bytes_; }
 
 private:
+    static constexpr CuResult kOutOfMemory = 2;
+    static double mib(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
     void release() {
         if (ptr_ != 0) Driver::get().api().mem_free(ptr_);
         ptr_ = 0;

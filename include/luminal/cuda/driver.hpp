@@ -5,7 +5,10 @@
 // luminal::Error when (and only when) it asks for the CUDA runtime.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "luminal/cuda/shared_library.hpp"
 
@@ -43,6 +46,7 @@ struct DriverApi {
                               void**, void**);
     CuResult (*mem_alloc)(CuDevicePtr*, std::size_t);
     CuResult (*mem_free)(CuDevicePtr);
+    CuResult (*mem_get_info)(std::size_t*, std::size_t*);
     CuResult (*memcpy_htod_async)(CuDevicePtr, const void*, std::size_t, CuStream);
     CuResult (*memcpy_dtoh_async)(void*, CuDevicePtr, std::size_t, CuStream);
     CuResult (*memcpy_dtod_async)(CuDevicePtr, CuDevicePtr, std::size_t, CuStream);
@@ -81,14 +85,30 @@ public:
     // Throws luminal::Error naming the call and the driver's message unless
     // `result` is success; FatalError for the faults that poison the context
     // (illegal address, launch failure, ...), after which nothing runs again.
-    void check_call(CuResult result, const char* call) const {
+    void check_call(CuResult result, std::string_view call) const {
         if (result == 0) return;
         const char* message = nullptr;
         if (api_.error_string) api_.error_string(result, &message);
         std::string text = fmt::format("{} failed: {} (error {})", call, message ? message : "unknown error", result);
         const bool sticky = (result >= 700 && result <= 720) || result == 999;
-        if (sticky) throw FatalError("cuda", std::move(text));
-        throw Error("cuda", std::move(text));
+        if (!sticky) throw Error("cuda", std::move(text));
+        std::lock_guard lock(fault_mutex_);
+        if (fault_.empty()) fault_ = text;
+        throw FatalError("cuda", std::move(text));
+    }
+    // FatalError once a fault has poisoned the context: the device cannot run anything again in this process.
+    void check_usable() const {
+        std::lock_guard lock(fault_mutex_);
+        if (!fault_.empty())
+            throw FatalError("cuda", fmt::format("the device faulted earlier ({}); its context cannot run anything again, "
+                                                 "so this process cannot use the GPU any more",
+                                                 fault_));
+    }
+    // Free and total device memory, in bytes.
+    std::pair<std::size_t, std::size_t> memory() const {
+        std::size_t free = 0, total = 0;
+        check_call(api_.mem_get_info(&free, &total), "cuMemGetInfo");
+        return {free, total};
     }
     void make_current() const { check_call(api_.context_set_current(context_), "cuCtxSetCurrent"); }
 
@@ -146,6 +166,7 @@ private:
         bind(api_.launch_kernel, "cuLaunchKernel");
         bind(api_.mem_alloc, "cuMemAlloc_v2");
         bind(api_.mem_free, "cuMemFree_v2");
+        bind(api_.mem_get_info, "cuMemGetInfo_v2");
         bind(api_.memcpy_htod_async, "cuMemcpyHtoDAsync_v2");
         bind(api_.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
         bind(api_.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
@@ -172,6 +193,8 @@ private:
     CuContext context_ = nullptr;
     std::string name_;
     int arch_ = 0, multiprocessors_ = 0;
+    mutable std::mutex fault_mutex_;
+    mutable std::string fault_;  // the first sticky fault
 };
 
 // Whether a CUDA device can be used here (the driver loads and reports one).

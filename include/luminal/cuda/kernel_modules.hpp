@@ -19,14 +19,15 @@ public:
         return modules;
     }
 
-    CuFunction function(const std::string& source, std::string_view entry, int arch) {
+    // `kernel` names it in errors ("node 12 (cuda.Row)").
+    CuFunction function(const std::string& source, std::string_view entry, int arch, std::string_view kernel) {
         std::lock_guard lock(mutex_);
         auto key = std::make_tuple(source, std::string(entry), arch);
         if (auto it = functions_.find(key); it != functions_.end()) return it->second;
         const Driver& driver = Driver::get();
         CuModule& module = modules_[{source, arch}];
         if (!module) {
-            auto cubin = Nvrtc::get().compile(source, arch);
+            auto cubin = Nvrtc::get().compile(source, arch, kernel);
             driver.check_call(driver.api().module_load_data(&module, cubin->data()), "cuModuleLoadData");
         }
         CuFunction f = nullptr;

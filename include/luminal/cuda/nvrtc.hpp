@@ -4,7 +4,9 @@
 // cubins are cached in memory and on disk ($LUMINAL_CACHE_DIR, else
 // ~/.cache/luminal/kernels), keyed by the source, the architecture, NVRTC's
 // version and the options, so a second run of a model compiles nothing. A
-// cache file holds its full key and is used only when the key matches.
+// cache file holds its full key and is used only when the key matches. With
+// LUMINAL_DUMP=<dir>, every source compiled lands in <dir>/kernels, and a
+// source that does not compile leaves its NVRTC log beside it.
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -38,15 +40,18 @@ public:
 
     std::string version() const { return fmt::format("{}.{}", major_, minor_); }
 
-    // Cubin of `source` for `arch` (e.g. 90); Error with NVRTC's log when it does not compile.
-    std::shared_ptr<const std::vector<char>> compile(const std::string& source, int arch = 90) {
+    // Cubin of `source` for `arch` (e.g. 90); an Error naming `kernel`, with
+    // NVRTC's log, when it does not compile.
+    std::shared_ptr<const std::vector<char>> compile(const std::string& source, int arch = 90,
+                                                     std::string_view kernel = "a generated kernel") {
         const std::vector<std::string> options = options_for(arch);
         std::string key = key_of(source, arch);
         std::lock_guard lock(mutex_);
         if (auto it = memory_.find(key); it != memory_.end()) return it->second;
         auto cubin = read_cache(key);
+        const auto dumped = dump_source(key, source);
         if (!cubin) {
-            cubin = std::make_shared<const std::vector<char>>(run_nvrtc(source, options));
+            cubin = std::make_shared<const std::vector<char>>(run_nvrtc(source, options, kernel, dumped));
             ++compiled_;
             write_cache(key, *cubin);
         }
@@ -59,6 +64,12 @@ public:
 
     // Sources compiled by NVRTC in this process (not found in either cache).
     std::size_t compiled() const { return compiled_; }
+
+    // Where LUMINAL_DUMP puts kernel sources; empty when it is not set.
+    static std::filesystem::path dump_dir() {
+        if (const char* dir = std::getenv("LUMINAL_DUMP"); dir && *dir) return std::filesystem::path(dir) / "kernels";
+        return {};
+    }
 
     static std::filesystem::path cache_dir() {
         if (const char* dir = std::getenv("LUMINAL_CACHE_DIR")) return dir;
@@ -106,7 +117,8 @@ private:
         return o;
     }
 
-    std::vector<char> run_nvrtc(const std::string& source, const std::vector<std::string>& options) {
+    std::vector<char> run_nvrtc(const std::string& source, const std::vector<std::string>& options, std::string_view kernel,
+                                const std::filesystem::path& dumped) {
         Program program = nullptr;
         check_nvrtc(create_(&program, source.c_str(), "luminal_kernel.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
         std::vector<const char*> argv;
@@ -118,7 +130,14 @@ private:
             std::string log(size, '\0');
             log_(program, log.data());
             destroy_(&program);
-            throw Error("nvrtc", fmt::format("the generated kernel does not compile ({}):\n{}\n--- source ---\n{}", error_(status), log, source));
+            if (dumped.empty())
+                throw Error("nvrtc", fmt::format("{} does not compile ({}):\n{}\n--- source (LUMINAL_DUMP=<dir> keeps it) ---\n{}",
+                                                 kernel, error_(status), log, source));
+            auto log_file = dumped;
+            log_file.replace_extension(".log");
+            std::ofstream(log_file) << log;
+            throw Error("nvrtc", fmt::format("{} does not compile ({}); source {}, log {}:\n{}", kernel, error_(status),
+                                             dumped.string(), log_file.string(), log));
         }
         std::size_t size = 0;
         check_nvrtc(cubin_size_(program, &size), "nvrtcGetCUBINSize");
@@ -140,6 +159,18 @@ private:
     static std::filesystem::path cache_file(const std::string& key) {
         const auto dir = cache_dir();
         return dir.empty() ? dir : dir / fmt::format("{:016x}.cubin", fnv1a(key));
+    }
+
+    // Best effort, like the cache: the source's path, or empty.
+    static std::filesystem::path dump_source(const std::string& key, const std::string& source) {
+        const auto dir = dump_dir();
+        if (dir.empty()) return {};
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        const auto file = dir / fmt::format("{:016x}.cu", fnv1a(key));
+        std::ofstream out(file);
+        out << source;
+        return out ? file : std::filesystem::path{};
     }
 
     std::shared_ptr<const std::vector<char>> read_cache(const std::string& key) const {

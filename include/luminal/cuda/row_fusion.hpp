@@ -97,6 +97,16 @@ private:
     }
 };
 
+// A per-row region's program with its index expressions over the row's
+// elements: the region's element o is the row z / length.
+inline std::shared_ptr<const FusedProgram> in_row_index_space(const std::shared_ptr<const FusedProgram>& program,
+                                                              const Expression& length) {
+    auto moved = std::make_shared<FusedProgram>(*program);
+    for (FusedStep& step : moved->steps)
+        if (step.kind == OpKind::Iota) step.iota = step.iota.substitute_index(Expression::index() / length);
+    return moved;
+}
+
 // The stage node n of input t's class computes, if it is a fold over the row
 // or a per-row region; its own inputs join `row`.
 inline std::optional<RowStage> stage_of(const EGraph& g, const HlirContext& ctx, RowDraft& row, ENodeId n) {
@@ -108,7 +118,7 @@ inline std::optional<RowStage> stage_of(const EGraph& g, const HlirContext& ctx,
     if (auto* region = s.payload_as<FusedElementwiseOp>()) {
         if (!(product(s.shape) == product(row.outer())) || region->program->steps.size() > kMaxFusedSteps) return std::nullopt;
         stage.folds = false;
-        stage.program = region->program;
+        stage.program = in_row_index_space(region->program, row.shape.back());
         for (std::size_t k = 0; k < kids.size(); ++k) {
             // The region's element o is row o: its inputs read in the row's outer dims, once per row.
             auto per_row = s.shape == row.outer() ? std::optional(s.views[k]) : s.views[k].reshape(row.outer());

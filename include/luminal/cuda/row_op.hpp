@@ -86,7 +86,8 @@ struct RowOp {
         for (std::size_t a = 0; a < rank; ++a) dims.push_back(Expression(call.inputs[0].dim(a)));
         outer.assign(dims.begin(), dims.end() - 1);
         const std::size_t elements = call.out.size();
-        std::vector<HostBuffer> values;
+        std::vector<HostBuffer> values;  // reserved: the readers of earlier stages point into it
+        values.reserve(stages.size());
         std::vector<ShapeTracker> views;
         auto operand_inputs = [&](const std::vector<RowOperand>& ops) {
             std::vector<ReferenceInput> in;
