@@ -50,7 +50,7 @@ private:
 // HostEmulator whose loads also compile the program's kernels.
 struct CompilingEmulator : luminal::cuda::HostEmulator {
     void load(const luminal::Program& program, luminal::InputBinding binding = luminal::InputBinding::Drop) {
-        HostEmulator::load(program, binding);
+        luminal::cuda::HostEmulator::load(program, binding);
         NvrtcCoverage::get().compile(plan());
     }
 };

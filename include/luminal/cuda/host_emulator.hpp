@@ -5,8 +5,9 @@
 // reference semantics (cuBLASLt's Matmul is a Matmul). It models the Runtime
 // concept, so every check written for a runtime (op fixtures, models against
 // transformers, random candidates) checks what the CUDA kernels compute,
-// without a GPU. It does not check what only a device shows: the printed
-// source's fidelity to the IR beyond NVRTC accepting it, warp-level code, races.
+// without a GPU. It does not check what only a device shows: warp-level code,
+// races, timing. The way it runs a kernel is a parameter: the IR interpreter
+// here, and the tests also run the printed CUDA source on the host.
 #include <optional>
 #include <span>
 #include <vector>
@@ -20,7 +21,17 @@
 
 namespace luminal::cuda {
 
-class HostEmulator {
+// Runs each kernel through the kernel IR interpreter.
+struct InterpretKernels {
+    void prepare(const Plan&) {}
+    void run(const Kernel& k, const KernelBuffers& buffers) { interpret(k, buffers); }
+    void run(const ScatterKernel& k, const KernelBuffers& buffers) { interpret(k, buffers); }
+};
+
+// Executor: prepare(plan) when a program is loaded, then run(kernel, buffers)
+// for each Kernel and ScatterKernel of an execution.
+template <typename Executor>
+class BasicHostEmulator {
 public:
     using Rules = egraph::CudaRules;
 
@@ -34,6 +45,7 @@ public:
         plan_ = plan_program(program);
         nodes_ = program.nodes;
         buffers_ = std::move(kept);
+        executor_.prepare(plan_);
         for (std::uint32_t id = 0; id < nodes_.size(); ++id)
             if (plan_.nodes[id].role == PlannedNode::Role::Constant) {
                 HostBuffer c(nodes_[id].spec.dtype, 1);
@@ -116,15 +128,15 @@ private:
                 target = &*buffers_[*p.in_place_input];
             } else {
                 buffers_[id] = HostBuffer(node.spec.dtype, static_cast<std::size_t>(n));
-                interpret(*p.kernel, KernelBuffers{std::span(inputs).first(1), *buffers_[id], dims});
+                executor_.run(*p.kernel, KernelBuffers{std::span(inputs).first(1), *buffers_[id], dims});
                 target = &*buffers_[id];
             }
             const HostBuffer* scatter_inputs[] = {inputs[1], inputs[2]};
-            interpret(*p.scatter, KernelBuffers{scatter_inputs, *target, dims});
+            executor_.run(*p.scatter, KernelBuffers{scatter_inputs, *target, dims});
             return;
         }
         HostBuffer out(node.spec.dtype, static_cast<std::size_t>(n));
-        interpret(*p.kernel, KernelBuffers{inputs, out, dims});
+        executor_.run(*p.kernel, KernelBuffers{inputs, out, dims});
         buffers_[id] = std::move(out);
     }
 
@@ -159,7 +171,10 @@ private:
     Plan plan_;
     std::vector<ProgramNode> nodes_;
     std::vector<std::optional<HostBuffer>> buffers_;
+    Executor executor_;
 };
+
+using HostEmulator = BasicHostEmulator<InterpretKernels>;
 
 }  // namespace luminal::cuda
 

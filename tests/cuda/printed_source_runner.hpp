@@ -1,0 +1,332 @@
+#pragma once
+// Runs the CUDA source the backend prints on the host, so CI checks the
+// printed text itself and not only the IR it comes from. The sources of a
+// plan are compiled into one shared library with the host C++ compiler,
+// each in its own namespace, after a shim of the CUDA subset they use: the
+// CUDA threads of a block are fibers (ucontext) switched where they wait,
+// __syncthreads a barrier of the block, __shfl_xor_sync an exchange through a
+// barrier of the warp, shared memory a static (blocks run one after another),
+// f16/bf16 rounded to nearest even. PrintedSourceExecutor plugs this into
+// cuda::BasicHostEmulator in place of the IR interpreter.
+#include <dlfcn.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <luminal/cuda.hpp>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace luminal_test {
+
+inline constexpr std::string_view kCudaHostShim = R"SHIM(#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <math.h>
+#include <ucontext.h>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) alignas(n)
+struct luminal_dim3 { unsigned x = 0, y = 0, z = 0; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+namespace luminal_shim {
+namespace {  // internal: each compiled module keeps its own state
+inline luminal_dim3 block_index, block_dim, grid_dim, thread_index;
+inline unsigned short f16_bits(float f) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a >= 0x7f800000u) return sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u);
+  if (a >= 0x477ff000u) return sign | 0x7c00u;
+  if (a < 0x38800000u) return sign | (unsigned)nearbyintf(std::bit_cast<float>(a) * 16777216.0f);
+  std::uint32_t h = (((a >> 23) - 112u) << 10) | ((a & 0x7fffffu) >> 13);
+  const std::uint32_t rest = a & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return sign | h;
+}
+inline float f16_value(unsigned short h) {
+  const std::uint32_t sign = (std::uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) return (sign ? -1.0f : 1.0f) * ldexpf((float)m, -24);
+  if (e == 31) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13));
+  return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
+}
+inline unsigned short bf16_bits(float f) {
+  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (unsigned short)(x >> 16);
+}
+// The threads of a block are fibers on one host thread, switched only where
+// they wait: a barrier releases when every thread still running has arrived.
+struct Barrier {
+  unsigned expected = 0, arrived = 0;
+  unsigned long long generation = 0;
+};
+struct Fiber {
+  ucontext_t context;
+  std::vector<char> stack = std::vector<char>(64 * 1024);
+  bool done = false;
+};
+inline std::vector<Fiber> fibers;
+inline unsigned current = 0;
+inline ucontext_t scheduler;
+inline Barrier whole;
+inline std::vector<Barrier> warps;
+inline unsigned long long progress = 0;
+inline const std::function<void()>* kernel = nullptr;
+inline void release(Barrier& b) {
+  b.arrived = 0;
+  ++b.generation;
+  ++progress;
+}
+inline void wait(Barrier& b) {
+  const unsigned long long generation = b.generation;
+  if (++b.arrived == b.expected) return release(b);
+  while (b.generation == generation) swapcontext(&fibers[current].context, &scheduler);
+}
+inline void leave(Barrier& b) {
+  if (--b.expected == b.arrived && b.arrived > 0) release(b);
+}
+inline void run_fiber() {
+  (*kernel)();
+  leave(whole);
+  leave(warps[current / 32]);
+  fibers[current].done = true;
+  ++progress;
+}
+// Runs `body` for every thread of every block, a block at a time; false when
+// a block's threads wait on each other for ever (a barrier not all reach).
+inline bool launch(unsigned grid, unsigned block, const std::function<void()>& body) {
+  grid_dim.x = grid;
+  block_dim.x = block;
+  kernel = &body;
+  fibers.resize(block);
+  for (unsigned b = 0; b < grid; ++b) {
+    block_index.x = b;
+    whole = Barrier{block};
+    warps.assign((block + 31) / 32, Barrier{});
+    for (unsigned w = 0; w < warps.size(); ++w) warps[w].expected = block - w * 32 < 32 ? block - w * 32 : 32;
+    for (Fiber& f : fibers) {
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = f.stack.data();
+      f.context.uc_stack.ss_size = f.stack.size();
+      f.context.uc_link = &scheduler;
+      makecontext(&f.context, run_fiber, 0);
+      f.done = false;
+    }
+    for (bool running = true; running;) {
+      running = false;
+      const unsigned long long before = progress;
+      for (unsigned t = 0; t < block; ++t) {
+        if (fibers[t].done) continue;
+        running = true;
+        current = t;
+        thread_index.x = t;
+        swapcontext(&scheduler, &fibers[t].context);
+      }
+      if (running && progress == before) return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+}  // namespace luminal_shim
+#define threadIdx (luminal_shim::thread_index)
+#define blockIdx (luminal_shim::block_index)
+#define blockDim (luminal_shim::block_dim)
+#define gridDim (luminal_shim::grid_dim)
+struct __half {
+  unsigned short bits = 0;
+  __half() = default;
+  __half(int v) : bits(luminal_shim::f16_bits((float)v)) {}
+};
+struct __nv_bfloat16 {
+  unsigned short bits = 0;
+  __nv_bfloat16() = default;
+  __nv_bfloat16(int v) : bits(luminal_shim::bf16_bits((float)v)) {}
+};
+inline float __half2float(__half h) { return luminal_shim::f16_value(h.bits); }
+inline __half __float2half_rn(float f) { __half h; h.bits = luminal_shim::f16_bits(f); return h; }
+inline float __bfloat162float(__nv_bfloat16 h) { return std::bit_cast<float>((std::uint32_t)h.bits << 16); }
+inline __nv_bfloat16 __float2bfloat16_rn(float f) { __nv_bfloat16 h; h.bits = luminal_shim::bf16_bits(f); return h; }
+inline float __int_as_float(int i) { return std::bit_cast<float>(i); }
+inline void __syncthreads() { luminal_shim::wait(luminal_shim::whole); }
+template <typename T>
+T __shfl_xor_sync(unsigned, T value, int lane_mask) {
+  static_assert(sizeof(T) <= sizeof(unsigned long long));
+  static unsigned long long exchange[1024];
+  const unsigned t = threadIdx.x, warp = t / 32;
+  std::memcpy(&exchange[t], &value, sizeof value);
+  luminal_shim::wait(luminal_shim::warps[warp]);
+  T other;
+  std::memcpy(&other, &exchange[warp * 32 + ((t % 32) ^ (unsigned)lane_mask)], sizeof other);
+  luminal_shim::wait(luminal_shim::warps[warp]);
+  return other;
+}
+// Fibers switch only at barriers, so a read-modify-write is atomic.
+inline unsigned long long atomicCAS(unsigned long long* at, unsigned long long compare, unsigned long long value) {
+  const unsigned long long old = *at;
+  if (old == compare) *at = value;
+  return old;
+}
+inline int atomicMax(int* at, int value) {
+  const int old = *at;
+  if (value > old) *at = value;
+  return old;
+}
+)SHIM";
+
+// The sources of one plan, compiled for the host; entries by (source, entry name).
+class PrintedSourceModule {
+public:
+    using Entry = bool (*)(unsigned grid, unsigned block, void* const* args);  // false: the threads deadlocked
+
+    explicit PrintedSourceModule(const std::vector<std::string>& sources) {
+        static int serial = 0;
+        dir_ = std::filesystem::temp_directory_path() / fmt::format("luminal-printed-{}-{}", ::getpid(), serial++);
+        std::filesystem::create_directories(dir_);
+        std::string unit(kCudaHostShim);
+        const std::regex signature(R"(extern "C" __global__ void (\w+)\(([^)]*)\))");
+        for (std::size_t i = 0; i < sources.size(); ++i) {
+            std::string body = sources[i];
+            for (const char* include : {"#include <cuda_fp16.h>\n", "#include <cuda_bf16.h>\n"})
+                if (auto at = body.find(include); at != std::string::npos) body.erase(at, std::string(include).size());
+            std::string renames, undoes, wrappers;
+            for (std::sregex_iterator m(body.begin(), body.end(), signature), end; m != end; ++m) {
+                const std::string entry = (*m)[1], symbol = fmt::format("k{}_{}", i, entry);
+                renames += fmt::format("#define {} {}\n", entry, symbol);
+                undoes += fmt::format("#undef {}\n", entry);
+                wrappers += wrapper(symbol, (*m)[2]);
+                names_.emplace(std::make_pair(sources[i], entry), "shim_" + symbol);
+            }
+            unit += renames + fmt::format("namespace k{} {{\n{}\n{}}}\n", i, body, wrappers) + undoes;
+        }
+        const auto source = dir_ / "kernels.cpp", library = dir_ / "kernels.so", log = dir_ / "compile.log";
+        std::ofstream(source) << unit;
+        const std::string command = fmt::format("{} -std=c++20 -O1 -shared -fPIC -pthread -o {} {} > {} 2>&1", LUMINAL_TEST_HOST_CXX,
+                                                library.string(), source.string(), log.string());
+        if (std::system(command.c_str()) != 0) {
+            std::ifstream in(log);
+            throw luminal::Error("printed source", fmt::format("the host compile failed ({}):\n{}", command,
+                                                               std::string(std::istreambuf_iterator<char>(in), {})));
+        }
+        handle_ = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+        luminal::check(handle_ != nullptr, "printed source", "dlopen {}: {}", library.string(), ::dlerror());
+    }
+    ~PrintedSourceModule() {
+        if (handle_) ::dlclose(handle_);
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+    PrintedSourceModule(const PrintedSourceModule&) = delete;
+    PrintedSourceModule& operator=(const PrintedSourceModule&) = delete;
+
+    Entry entry(const std::string& source, std::string_view name) const {
+        auto it = names_.find({source, std::string(name)});
+        luminal::check(it != names_.end(), "printed source", "no entry {} in the module", name);
+        return reinterpret_cast<Entry>(::dlsym(handle_, it->second.c_str()));
+    }
+
+private:
+    // extern "C" shim_<symbol>(grid, block, args): the kernel with each argument cast from args[i].
+    static std::string wrapper(const std::string& symbol, const std::string& parameters) {
+        std::vector<std::string> casts;
+        std::size_t start = 0;
+        while (start < parameters.size()) {
+            std::size_t end = parameters.find(',', start);
+            if (end == std::string::npos) end = parameters.size();
+            std::string p = parameters.substr(start, end - start);
+            if (auto r = p.find("__restrict__"); r != std::string::npos) p.erase(r, 12);
+            const std::string type = p.substr(0, p.find_last_of(' '));
+            const std::size_t i = casts.size();
+            casts.push_back(type.find('*') == std::string::npos ? fmt::format("*({}*)args[{}]", type, i)
+                                                                 : fmt::format("({})args[{}]", type, i));
+            start = end + 1;
+        }
+        return fmt::format("extern \"C\" bool shim_{}(unsigned grid, unsigned block, void* const* args) {{\n"
+                           "  return luminal_shim::launch(grid, block, [&] {{ {}({}); }});\n}}\n",
+                           symbol, symbol, fmt::join(casts, ", "));
+    }
+
+    std::filesystem::path dir_;
+    void* handle_ = nullptr;
+    std::map<std::pair<std::string, std::string>, std::string> names_;
+};
+
+// cuda::BasicHostEmulator's executor that runs the printed sources, as the
+// device would: the 16-byte-load form where the runtime would pick it, the
+// scatter's claim then write passes. Small grids, so every grid-stride loop
+// takes more than one turn, and blocks of two warps, so cross-warp combines run.
+class PrintedSourceExecutor {
+public:
+    static constexpr unsigned kGrid = 3, kBlock = 64;
+
+    // Compiled on first use: the search loads candidates it only prices.
+    void prepare(const luminal::cuda::Plan& plan) { prepare(luminal::cuda::plan_sources(plan)); }
+    void prepare(std::vector<std::string> sources) {
+        sources_ = std::move(sources);
+        module_.reset();
+    }
+
+    void run(const luminal::cuda::Kernel& k, const luminal::cuda::KernelBuffers& buffers) {
+        using namespace luminal::cuda;
+        std::string source = kernel_source(k);
+        std::string_view entry = k.shape == Kernel::Shape::Elementwise ? kElementwiseEntry
+                                 : k.shape == Kernel::Shape::Row       ? kRowEntry
+                                                                       : kReduceEntry;
+        if (auto vector = vector_kernel_source(k); vector && vector_launch_ok(k, buffers.dims)) source = *vector;
+        std::vector<std::vector<std::byte>> data;
+        data.push_back(luminal::host_buffer_to_bytes(buffers.out));
+        for (const luminal::HostBuffer* in : buffers.inputs) data.push_back(luminal::host_buffer_to_bytes(*in));
+        call(source, entry, data, buffers);
+        buffers.out = luminal::host_buffer_from_bytes(buffers.out.dtype, data[0].data(), buffers.out.size());
+    }
+
+    void run(const luminal::cuda::ScatterKernel& k, const luminal::cuda::KernelBuffers& buffers) {
+        using namespace luminal::cuda;
+        const std::string source = kernel_source(k);
+        std::vector<std::int32_t> winner(buffers.out.size(), -1);
+        const auto indexes = luminal::host_buffer_to_bytes(*buffers.inputs[0]), src = luminal::host_buffer_to_bytes(*buffers.inputs[1]);
+        auto as_bytes = [](auto& v) { return std::vector<std::byte>(reinterpret_cast<std::byte*>(v.data()), reinterpret_cast<std::byte*>(v.data() + v.size())); };
+        std::vector<std::vector<std::byte>> claim{as_bytes(winner), indexes, src};
+        call(source, kScatterClaimEntry, claim, buffers);
+        std::vector<std::vector<std::byte>> write{luminal::host_buffer_to_bytes(buffers.out), claim[0], indexes, src};
+        call(source, kScatterWriteEntry, write, buffers);
+        buffers.out = luminal::host_buffer_from_bytes(buffers.out.dtype, write[0].data(), buffers.out.size());
+    }
+
+    std::size_t sources_compiled() const { return module_ ? sources_.size() : 0; }
+
+private:
+    // Runs `entry` over buffers `data` (in the kernel's parameter order), then dims, fault and node.
+    void call(const std::string& source, std::string_view entry, std::vector<std::vector<std::byte>>& data,
+              const luminal::cuda::KernelBuffers& buffers) {
+        if (!module_) module_ = std::make_unique<PrintedSourceModule>(sources_);
+        std::array<std::int64_t, luminal::cuda::kDimSlots> dims{};
+        for (auto [c, v] : buffers.dims.entries()) dims[static_cast<std::size_t>(luminal::cuda::dim_slot(c))] = v;
+        std::array<std::int64_t, 4> fault{};
+        int node = 0;
+        std::vector<void*> args;
+        for (auto& d : data) args.push_back(d.empty() ? nullptr : d.data());
+        args.push_back(dims.data());
+        args.push_back(fault.data());
+        args.push_back(&node);
+        luminal::check(module_->entry(source, entry)(kGrid, kBlock, args.data()), "printed source",
+                       "{}: the block's threads wait at a barrier that not all of them reach", entry);
+        luminal::check(fault[0] == 0, "printed source", "kernel fault {} (value {}, limit {})", fault[0], fault[2], fault[3]);
+    }
+
+    std::vector<std::string> sources_;
+    std::unique_ptr<PrintedSourceModule> module_;
+};
+
+using PrintedSourceEmulator = luminal::cuda::BasicHostEmulator<PrintedSourceExecutor>;
+
+}  // namespace luminal_test
