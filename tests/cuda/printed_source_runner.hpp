@@ -17,7 +17,6 @@
 #include <luminal/cuda.hpp>
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -193,17 +192,18 @@ public:
         dir_ = std::filesystem::temp_directory_path() / fmt::format("luminal-printed-{}-{}", ::getpid(), serial++);
         std::filesystem::create_directories(dir_);
         std::string unit(kCudaHostShim);
-        const std::regex signature(R"(extern "C" __global__ void (\w+)\(([^)]*)\))");
         for (std::size_t i = 0; i < sources.size(); ++i) {
             std::string body = sources[i];
             for (const char* include : {"#include <cuda_fp16.h>\n", "#include <cuda_bf16.h>\n"})
                 if (auto at = body.find(include); at != std::string::npos) body.erase(at, std::string(include).size());
             std::string renames, undoes, wrappers;
-            for (std::sregex_iterator m(body.begin(), body.end(), signature), end; m != end; ++m) {
-                const std::string entry = (*m)[1], symbol = fmt::format("k{}_{}", i, entry);
+            const std::string_view opening = "extern \"C\" __global__ void ";
+            for (std::size_t at = body.find(opening); at != std::string::npos; at = body.find(opening, at + 1)) {
+                const std::size_t name = at + opening.size(), open = body.find('(', name), close = body.find(')', open);
+                const std::string entry = body.substr(name, open - name), symbol = fmt::format("k{}_{}", i, entry);
                 renames += fmt::format("#define {} {}\n", entry, symbol);
                 undoes += fmt::format("#undef {}\n", entry);
-                wrappers += wrapper(symbol, (*m)[2]);
+                wrappers += wrapper(symbol, body.substr(open + 1, close - open - 1));
                 names_.emplace(std::make_pair(sources[i], entry), "shim_" + symbol);
             }
             unit += renames + fmt::format("namespace k{} {{\n{}\n{}}}\n", i, body, wrappers) + undoes;
