@@ -96,6 +96,44 @@ TEST_CASE("a GGUF Llama with its matrices kept quantized matches transformers") 
     }
 }
 
+// tools/gen_gguf_q4_k_m_fixtures.py: a Llama quantized by llama.cpp to Q4_K_M
+// (Q4_K and Q6_K matrices, the Q6_K embedding doubling as the LM head), its
+// super-blocks kept as they are stored, against transformers on the gguf
+// package's dequantization of the same file.
+TEST_CASE("a Q4_K_M GGUF Llama with its K super-blocks kept quantized matches transformers") {
+    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model_q4_k_m";
+    const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
+    luminal::nn::ModelOptions options;
+    options.quantized = pretrained.quantized_weights();
+    CHECK(options.quantized.size() == 1 + 7);  // the embedding; q, k, v, o, gate, up, down
+    CHECK(options.quantized.at("model.embed_tokens.weight") == luminal::QuantFormat::Q6_K);
+    CHECK(options.quantized.at("model.layers.0.self_attn.q_proj.weight") == luminal::QuantFormat::Q4_K);
+    CHECK(options.quantized.at("model.layers.0.mlp.down_proj.weight") == luminal::QuantFormat::Q6_K);
+    const auto load = [&](auto& session) {
+        session.load_weights(pretrained);
+        const std::string program = session.report().program.to_string();
+        CHECK(program.find("QuantizedMatmul Q4_K") != std::string::npos);
+        CHECK(program.find("QuantizedMatmul Q6_K") != std::string::npos);  // ffn_down, v and the tied LM head
+        CHECK(program.find("QuantizedGather Q6_K") != std::string::npos);
+        CHECK(program.find("Dequantize") == std::string::npos);
+    };
+    SUBCASE("f32 activations") {
+        options.q8_activations = false;
+        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
+                                              luminal_test::greedy_pick, "", options);
+    }
+    SUBCASE("8-bit activations") {
+        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
+                                              luminal_test::greedy_pick, "", options, 0.25);
+    }
+    SUBCASE("the ReferenceRuntime on the graph as written") {
+        options.q8_activations = false;
+        luminal_test::check_against_reference<luminal::ReferenceRuntime>(
+            pretrained.config(), [&](auto& session) { session.load_weights(pretrained); }, dir / "reference.safetensors",
+            luminal_test::greedy_pick, "", options);
+    }
+}
+
 TEST_CASE("a generation model computes the last position's logits only") {
     const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
     const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
