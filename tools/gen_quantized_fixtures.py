@@ -3,7 +3,7 @@
 
     python3 tools/gen_quantized_fixtures.py   # writes tests/data/quantized/products.safetensors
 
-For each of Q8_0, Q4_0 and Q4_1: a random weight W [40, 96] quantized by the gguf package
+For each of Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1: a random weight W [40, 96] quantized by the gguf package
 (gguf.quants.quantize) to its stored blocks, and activations X [13, 96]; for each of Q4_K and
 Q6_K (super-blocks of 256): W [40, 512] and X [13, 512], quantized by quantize_q4_k /
 quantize_q6_k below (the gguf package dequantizes these formats but does not quantize them;
@@ -98,13 +98,14 @@ def main() -> None:
     x = rng.standard_normal((M, COLS)).astype(np.float32)
     x[3, 32:64] = 0  # an all-zero block: scale 0
     tensors = {"x": x}
-    for name in ("Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"):
+    # New formats go last: each draw shifts the generator, and earlier fixtures stay as they were.
+    for name in ("Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K", "Q5_0", "Q5_1"):
         qtype = GGMLQuantizationType[name]
-        if name in K_QUANTIZERS and "x256" not in tensors:  # drawn after the 32-block formats' weights
+        if name in K_QUANTIZERS and "x256" not in tensors:  # drawn before the first K weight
             tensors["x256"] = rng.standard_normal((M, K_COLS)).astype(np.float32)
             tensors["x256"][3, 256:288] = 0
         activations = tensors["x256"] if name in K_QUANTIZERS else x
-        shift = 0.2 if name in ("Q4_1", "Q4_K") else 0  # formats with a minimum: not centred on 0
+        shift = 0.2 if name in ("Q4_1", "Q5_1", "Q4_K") else 0  # formats with a minimum: not centred on 0
         w = (rng.standard_normal((ROWS, activations.shape[1])) * 0.5 + shift).astype(np.float32)
         blocks = K_QUANTIZERS[name](w) if name in K_QUANTIZERS else quants.quantize(w, qtype)
         dequantized = quants.dequantize(blocks.reshape(ROWS, -1), qtype).astype(np.float64)

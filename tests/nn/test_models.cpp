@@ -56,7 +56,7 @@ TEST_CASE("a GGUF Llama matches transformers on its dequantized weights") {
     luminal_test::check_pretrained(dir / "model.gguf");
 }
 
-// The same file with its Q8_0, Q4_0 and Q4_1 matrices kept as blocks: the CPU
+// The same file with its Q8_0, Q4_0, Q4_1 and Q5_1 matrices kept as blocks: the CPU
 // multiplies the blocks (QuantizedMatmul) and looks up embeddings in them
 // (QuantizedGather). With f32 activations the logits stay within 1e-4; with
 // activations rounded to 8-bit blocks (llama.cpp's way) the difference is
@@ -66,15 +66,17 @@ TEST_CASE("a GGUF Llama with its matrices kept quantized matches transformers") 
     const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
     luminal::nn::ModelOptions options;
     options.quantized = pretrained.quantized_weights();
-    CHECK(options.quantized.size() == 1 + 2 * 5);  // the embedding; per layer q, k, v, o (Q4_1) and gate (Q4_0)
+    CHECK(options.quantized.size() == 1 + 2 * 6);  // the embedding; per layer q, k, v, o (Q4_1), gate (Q4_0), up (Q5_1)
     CHECK(options.quantized.at("model.embed_tokens.weight") == luminal::QuantFormat::Q8_0);
     CHECK(options.quantized.at("model.layers.1.mlp.gate_proj.weight") == luminal::QuantFormat::Q4_0);
-    CHECK_FALSE(options.quantized.contains("model.layers.1.mlp.up_proj.weight"));  // Q5_1: dequantized at load
+    CHECK(options.quantized.at("model.layers.1.mlp.up_proj.weight") == luminal::QuantFormat::Q5_1);
+    CHECK_FALSE(options.quantized.contains("model.layers.1.mlp.down_proj.weight"));  // F16: read as stored
     const auto load = [&](auto& session) {
         session.load_weights(pretrained);
         const std::string program = session.report().program.to_string();
         CHECK(program.find("QuantizedMatmul Q4_1") != std::string::npos);
         CHECK(program.find("QuantizedMatmul Q4_0") != std::string::npos);
+        CHECK(program.find("QuantizedMatmul Q5_1") != std::string::npos);
         CHECK(program.find("QuantizedMatmul Q8_0") != std::string::npos);  // the tied LM head
         CHECK(program.find("QuantizedGather Q8_0") != std::string::npos);
         CHECK(program.find("Dequantize") == std::string::npos);

@@ -1,4 +1,4 @@
-// Quantized weights (Q8_0, Q4_0, Q4_1 blocks; Q4_K, Q6_K super-blocks) on the CPU: products and
+// Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 blocks; Q4_K, Q6_K super-blocks) on the CPU: products and
 // lookups through Dequantize, rewritten to QuantizedMatmul / QuantizedGather,
 // against tools/gen_quantized_fixtures.py (the gguf package's quantizer and
 // dequantizer, products in float64), on every instruction set this CPU runs
@@ -26,8 +26,8 @@ using luminal::cpu::quant::Isa;
 
 const std::filesystem::path kQuantizedData = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "quantized";
 constexpr std::int64_t kRows = 40, kActivationRows = 13;
-constexpr QuantFormat kFormats[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q4_K,
-                                    QuantFormat::Q6_K};
+constexpr QuantFormat kFormats[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0,
+                                    QuantFormat::Q5_1, QuantFormat::Q4_K, QuantFormat::Q6_K};
 
 // The fixture's weights are [40, 96], or [40, 512] for the formats of 256-element super-blocks.
 std::int64_t cols_of(QuantFormat f) { return luminal::block_elements(f) == 256 ? 512 : 96; }
@@ -224,7 +224,7 @@ TEST_CASE("blocks that do not fit the weight are an Error naming sizes, not a cr
     CHECK_THROWS_WITH_AS(luminal::quantized_bytes(QuantFormat::Q6_K, 4, 288), doctest::Contains("whole blocks of 256"),
                          luminal::Error);
     CHECK_THROWS_WITH_AS(luminal::quantized_bytes(QuantFormat::Q5_K, 4, 256),
-                         doctest::Contains("Q5_K is not kept quantized (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K are)"),
+                         doctest::Contains("Q5_K is not kept quantized (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K are)"),
                          luminal::Error);
 }
 
@@ -263,8 +263,9 @@ TEST_CASE("Dequantize on the CPU decodes the blocks bit for bit as the gguf pack
             rt.set_bytes(blocks, quant_fixture().blocks(f));
             rt.execute(cx.dyn_map());
             const auto want = quant_fixture().values(fixture_name(f, "dequantized"));
-            // Q4_1's AVX2 decoder fuses d * n + m into one FMA: the last bit may differ there.
-            if (f == QuantFormat::Q4_1 && isa != Isa::Scalar) check_close(rt.get_f32(w), want, 1e-7);
+            // Q4_1's and Q5_1's AVX2 decoders fuse d * n + m into one FMA: the last bit may differ there.
+            const bool fused = f == QuantFormat::Q4_1 || f == QuantFormat::Q5_1;
+            if (fused && isa != Isa::Scalar) check_close(rt.get_f32(w), want, 1e-7);
             else CHECK(rt.get_f32(w) == want);
         }
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Weights kept in ggml's block formats (Q8_0, Q4_0, Q4_1: blocks of 32
-// elements; Q4_K, Q6_K: super-blocks of 256; blocks never cross a row) and
+// Weights kept in ggml's block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: blocks
+// of 32 elements; Q4_K, Q6_K: super-blocks of 256; blocks never cross a row) and
 // the LLIR ops that read them:
 //
 //  * Dequantize{format, rows, cols}: [bytes] u8 blocks -> [rows, cols] f32.
@@ -38,7 +38,8 @@ using QuantFormat = io::GgufType;
 
 // The block formats kept quantized; others are dequantized when loaded.
 inline constexpr QuantFormat kBlockQuantized[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1,
-                                                  QuantFormat::Q4_K, QuantFormat::Q6_K};
+                                                  QuantFormat::Q5_0, QuantFormat::Q5_1, QuantFormat::Q4_K,
+                                                  QuantFormat::Q6_K};
 constexpr bool is_block_quantized(QuantFormat f) {
     return std::ranges::find(kBlockQuantized, f) != std::end(kBlockQuantized);
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Block products of quantized weights (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K;
+// Block products of quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K;
 // lowering/quantized.hpp) in portable C++: the path every CPU runs, and what
 // the tests hold the SIMD paths (cpu_quant_simd.hpp) to.
 //
@@ -10,6 +10,7 @@
 //   Q8_0: d_w d_x sum(q_w q_x)
 //   Q4_0: d_w d_x sum(n q_x) - 8 d_w s_x          (n: the 4-bit values, x = d (n - 8))
 //   Q4_1: d_w d_x sum(n q_x) + m_w s_x            (x = d n + m)
+//   Q5_0, Q5_1: as Q4_0 (offset 16) and Q4_1, n the 5-bit values
 // A K super-block of 256 meets eight activation blocks, one per 32-element
 // group g of its quants:
 //   Q4_K: (d sc_g) d_x sum(n q_x) - (dmin m_g) s_x   (x = d sc_g n - dmin m_g)
@@ -83,21 +84,29 @@ template <QuantFormat F>
 inline constexpr bool is_k_format = F == QuantFormat::Q4_K || F == QuantFormat::Q6_K;
 // The most elements one block decodes to.
 inline constexpr std::int64_t kMaxBlockElements = 256;
-// Where a block's quants start, after its f16 scale (and offset).
 template <QuantFormat F>
-inline constexpr std::int64_t quants_offset = F == QuantFormat::Q4_1 ? 4 : 2;
+inline constexpr bool has_fifth_bits = F == QuantFormat::Q5_0 || F == QuantFormat::Q5_1;
+template <QuantFormat F>
+inline constexpr bool has_offset = F == QuantFormat::Q4_1 || F == QuantFormat::Q5_1;
+// Where a block's quants start: after its f16 scale, Q4_1/Q5_1's f16 offset
+// and Q5's 32 fifth bits (a u32 just before the nibbles).
+template <QuantFormat F>
+inline constexpr std::int64_t quants_offset = 2 + (has_offset<F> ? 2 : 0) + (has_fifth_bits<F> ? 4 : 0);
 
-// The 32 integer values of a weight block: Q8_0's int8, Q4's 4-bit n.
+// The 32 integer values of a weight block: Q8_0's int8, Q4's 4-bit n, Q5's
+// 5-bit n (bit e of the u32 before the nibbles is element e's fifth bit).
 template <QuantFormat F>
 inline void block_values(const std::byte* block, int* values) {
     const std::byte* q = block + quants_offset<F>;
     if constexpr (F == QuantFormat::Q8_0) {
         for (int e = 0; e < 32; ++e) values[e] = static_cast<std::int8_t>(q[e]);
     } else {
+        std::uint32_t fifth_bits = 0;
+        if constexpr (has_fifth_bits<F>) std::memcpy(&fifth_bits, q - 4, sizeof fifth_bits);
         for (int e = 0; e < 16; ++e) {
             const auto packed = static_cast<std::uint8_t>(q[e]);
-            values[e] = packed & 0x0F;
-            values[e + 16] = packed >> 4;
+            values[e] = (packed & 0x0F) | static_cast<int>(((fifth_bits >> e) & 1) << 4);
+            values[e + 16] = (packed >> 4) | static_cast<int>(((fifth_bits >> (e + 16)) & 1) << 4);
         }
     }
 }
@@ -168,7 +177,8 @@ float q8_row_dot(const std::byte* w, const Q8Rows& x, std::int64_t i) {
             const float dw = f16_at(block), dx = x.scale[i * x.blocks + b], sx = x.sum[i * x.blocks + b];
             acc += dw * dx * static_cast<float>(dot);
             if constexpr (F == QuantFormat::Q4_0) acc -= 8 * dw * sx;
-            if constexpr (F == QuantFormat::Q4_1) acc += f16_at(block + 2) * sx;
+            if constexpr (F == QuantFormat::Q5_0) acc -= 16 * dw * sx;
+            if constexpr (has_offset<F>) acc += f16_at(block + 2) * sx;
         }
         return acc;
     }
@@ -189,7 +199,8 @@ inline void decode_block(const std::byte* block, float* out) {
         for (int e = 0; e < 32; ++e) {
             if constexpr (F == QuantFormat::Q8_0) out[e] = d * static_cast<float>(values[e]);
             if constexpr (F == QuantFormat::Q4_0) out[e] = d * static_cast<float>(values[e] - 8);
-            if constexpr (F == QuantFormat::Q4_1) out[e] = d * static_cast<float>(values[e]) + f16_at(block + 2);
+            if constexpr (F == QuantFormat::Q5_0) out[e] = d * static_cast<float>(values[e] - 16);
+            if constexpr (has_offset<F>) out[e] = d * static_cast<float>(values[e]) + f16_at(block + 2);
         }
     }
 }

@@ -5,7 +5,8 @@
 //
 //  * Avx2: a weight block's 32 values in one 256-bit register, multiplied with
 //    the int8 activations by vpmaddubsw (u8 x s8 pairs to i16) and vpmaddwd
-//    (to i32); Q8_0's signed weights go through the |w|, sign(x, w) identity.
+//    (to i32); Q8_0's signed weights go through the |w|, sign(x, w) identity;
+//    Q5's fifth bits are spread from their u32 to one byte each.
 //  * Avx512Vnni: the same with vpdpbusd (u8 x s8, four products summed into
 //    i32 in one instruction; AVX512-VNNI with AVX512VL's 256-bit form).
 // Up to 4 activation rows share each decoded weight block. The K formats'
@@ -21,8 +22,21 @@ namespace luminal::cpu::quant {
 #ifdef LUMINAL_QUANT_X86
 namespace simd_detail {
 
+// Bit e of the u32 at p as byte e: 0x10 where set, 0 where clear.
+LUMINAL_AVX2 inline __m256i fifth_bits(const std::byte* p) {
+    std::uint32_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    // Byte e takes byte e / 8 of the word, then tests bit e % 8 of it.
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                               _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202,
+                                                                  0x0303030303030303));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
 // A weight block's 32 values: Q8_0's int8 as they are, Q4's nibbles as bytes
-// 0-15 (elements 0-15 from the low nibbles, 16-31 from the high ones).
+// 0-15 (elements 0-15 from the low nibbles, 16-31 from the high ones), Q5's
+// with their fifth bits.
 template <QuantFormat F>
 LUMINAL_AVX2 inline __m256i block_values(const std::byte* block) {
     const std::byte* q = block + quants_offset<F>;
@@ -31,7 +45,9 @@ LUMINAL_AVX2 inline __m256i block_values(const std::byte* block) {
     } else {
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
         const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-        return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+        const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+        if constexpr (has_fifth_bits<F>) return _mm256_or_si256(nibbles, fifth_bits(q - 4));
+        else return nibbles;
     }
 }
 
@@ -49,14 +65,15 @@ LUMINAL_AVX2 inline __m256i block_values(const std::byte* block) {
         const std::byte* block = w + b * block_bytes<F>;                                                  \
         const __m256i values = block_values<F>(block);                                                    \
         const float dw = f16(block);                                                                      \
-        [[maybe_unused]] const float mw = F == QuantFormat::Q4_1 ? f16(block + 2) : 0.0f;                  \
+        [[maybe_unused]] const float mw = has_offset<F> ? f16(block + 2) : 0.0f;                           \
         for (int r = 0; r < R; ++r) {                                                                     \
             const std::int64_t at = (i0 + r) * x.blocks + b;                                              \
             const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + at * 32)); \
             const __m256 scale = _mm256_set1_ps(dw * x.scale[at]);                                        \
             acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT<F>(values, q)), scale, acc[r][h]);         \
             if constexpr (F == QuantFormat::Q4_0) offset[r][h] -= 8 * dw * x.sum[at];                     \
-            if constexpr (F == QuantFormat::Q4_1) offset[r][h] += mw * x.sum[at];                         \
+            if constexpr (F == QuantFormat::Q5_0) offset[r][h] -= 16 * dw * x.sum[at];                    \
+            if constexpr (has_offset<F>) offset[r][h] += mw * x.sum[at];                                  \
         }                                                                                                 \
     }                                                                                                     \
     for (int r = 0; r < R; ++r)                                                                           \
@@ -155,6 +172,15 @@ LUMINAL_AVX2 inline void decode_block_avx2(const std::byte* block, __m256* out) 
         for (int c = 0; c < 4; ++c) {
             const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * c));
             out[c] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)));
+        }
+    } else if constexpr (has_fifth_bits<F>) {
+        const __m256i values = block_values<F>(block);
+        const __m128i low = _mm256_castsi256_si128(values), high = _mm256_extracti128_si256(values, 1);
+        const __m128i parts[4] = {low, _mm_srli_si128(low, 8), high, _mm_srli_si128(high, 8)};
+        for (int c = 0; c < 4; ++c) {
+            const __m256 n = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(parts[c]));
+            if constexpr (F == QuantFormat::Q5_0) out[c] = _mm256_mul_ps(d, _mm256_sub_ps(n, _mm256_set1_ps(16)));
+            else out[c] = _mm256_fmadd_ps(d, n, _mm256_set1_ps(f16(block + 2)));
         }
     } else {
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
@@ -263,6 +289,8 @@ decltype(auto) with_format(QuantFormat f, Fn&& fn) {
         case QuantFormat::Q4_0: return fn.template operator()<QuantFormat::Q4_0>();
         case QuantFormat::Q4_1: return fn.template operator()<QuantFormat::Q4_1>();
         case QuantFormat::Q8_0: return fn.template operator()<QuantFormat::Q8_0>();
+        case QuantFormat::Q5_0: return fn.template operator()<QuantFormat::Q5_0>();
+        case QuantFormat::Q5_1: return fn.template operator()<QuantFormat::Q5_1>();
         case QuantFormat::Q4_K: return fn.template operator()<QuantFormat::Q4_K>();
         case QuantFormat::Q6_K: return fn.template operator()<QuantFormat::Q6_K>();
         default: throw Error("quantized weights", fmt::format("the CPU has no kernel for {}", io::name_of(f)));
