@@ -67,7 +67,8 @@ LUMINAL_AVX2 inline float f16(const std::byte* p) {
     return _cvtsh_ss(bits);
 }
 
-// sum over 8-lane groups of w * x (as i32 lanes): w unsigned for Q4, signed for Q8_0.
+// sum over 8-lane groups of w * x (as i32 lanes): w unsigned (the 4- and 5-bit
+// values), or signed (Q8_0, through the |w|, sign(x, w) identity).
 template <QuantFormat F>
 LUMINAL_AVX2 inline __m256i dot_avx2(__m256i w, __m256i x) {
     __m256i pairs;
