@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <luminal/luminal.hpp>
 #include <string>
 #include <vector>
@@ -134,6 +135,19 @@ TEST_CASE("a Q4_K_M GGUF Llama with its K super-blocks kept quantized matches tr
             pretrained.config(), [&](auto& session) { session.load_weights(pretrained); }, dir / "reference.safetensors",
             luminal_test::greedy_pick, "", options);
     }
+}
+
+TEST_CASE("a Q4_K_M GGUF file cut short is an Error naming the tensor whose blocks are missing") {
+    const auto source = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model_q4_k_m" / "model.gguf";
+    const auto path = std::filesystem::temp_directory_path() / "luminal_test_q4_k_m_truncated.gguf";
+    std::ifstream in(source, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // The last tensor in the file, blk.0.ffn_up.weight (Q4_K, 73728 bytes), loses one super-block.
+    bytes.resize(bytes.size() - 144);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    CHECK_THROWS_WITH_AS(luminal::nn::PretrainedModel::open(path),
+                         doctest::Contains("tensor 'blk.0.ffn_up.weight': 73728 bytes at data offset"), luminal::Error);
+    std::filesystem::remove(path);
 }
 
 TEST_CASE("a generation model computes the last position's logits only") {

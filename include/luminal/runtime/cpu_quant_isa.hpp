@@ -12,6 +12,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define LUMINAL_QUANT_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -30,8 +31,12 @@ inline const char* name_of(Isa isa) {
 // Whether this CPU runs `isa`'s kernels.
 inline bool supports(Isa isa) {
 #ifdef LUMINAL_QUANT_X86
-    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                             __builtin_cpu_supports("f16c");
+    // F16C through cpuid (leaf 1, ECX bit 29): clang's __builtin_cpu_supports has no "f16c".
+    static const bool f16c = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    }();
+    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     static const bool vnni = avx2 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
                              __builtin_cpu_supports("avx512bw");
     if (isa == Isa::Avx2) return avx2;
