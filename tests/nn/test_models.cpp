@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <luminal/luminal.hpp>
 #include <string>
 #include <vector>
@@ -56,7 +57,7 @@ TEST_CASE("a GGUF Llama matches transformers on its dequantized weights") {
     luminal_test::check_pretrained(dir / "model.gguf");
 }
 
-// The same file with its Q8_0, Q4_0 and Q4_1 matrices kept as blocks: the CPU
+// The same file with its Q8_0, Q4_0, Q4_1 and Q5_1 matrices kept as blocks: the CPU
 // multiplies the blocks (QuantizedMatmul) and looks up embeddings in them
 // (QuantizedGather). With f32 activations the logits stay within 1e-4; with
 // activations rounded to 8-bit blocks (llama.cpp's way) the difference is
@@ -66,15 +67,17 @@ TEST_CASE("a GGUF Llama with its matrices kept quantized matches transformers") 
     const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
     luminal::nn::ModelOptions options;
     options.quantized = pretrained.quantized_weights();
-    CHECK(options.quantized.size() == 1 + 2 * 5);  // the embedding; per layer q, k, v, o (Q4_1) and gate (Q4_0)
+    CHECK(options.quantized.size() == 1 + 2 * 6);  // the embedding; per layer q, k, v, o (Q4_1), gate (Q4_0), up (Q5_1)
     CHECK(options.quantized.at("model.embed_tokens.weight") == luminal::QuantFormat::Q8_0);
     CHECK(options.quantized.at("model.layers.1.mlp.gate_proj.weight") == luminal::QuantFormat::Q4_0);
-    CHECK_FALSE(options.quantized.contains("model.layers.1.mlp.up_proj.weight"));  // Q5_1: dequantized at load
+    CHECK(options.quantized.at("model.layers.1.mlp.up_proj.weight") == luminal::QuantFormat::Q5_1);
+    CHECK_FALSE(options.quantized.contains("model.layers.1.mlp.down_proj.weight"));  // F16: read as stored
     const auto load = [&](auto& session) {
         session.load_weights(pretrained);
         const std::string program = session.report().program.to_string();
         CHECK(program.find("QuantizedMatmul Q4_1") != std::string::npos);
         CHECK(program.find("QuantizedMatmul Q4_0") != std::string::npos);
+        CHECK(program.find("QuantizedMatmul Q5_1") != std::string::npos);
         CHECK(program.find("QuantizedMatmul Q8_0") != std::string::npos);  // the tied LM head
         CHECK(program.find("QuantizedGather Q8_0") != std::string::npos);
         CHECK(program.find("Dequantize") == std::string::npos);
@@ -94,6 +97,57 @@ TEST_CASE("a GGUF Llama with its matrices kept quantized matches transformers") 
             pretrained.config(), [&](auto& session) { session.load_weights(pretrained); }, dir / "reference.safetensors",
             luminal_test::greedy_pick, "", options);
     }
+}
+
+// tools/gen_gguf_q4_k_m_fixtures.py: a Llama quantized by llama.cpp to Q4_K_M
+// (Q4_K and Q6_K matrices, the Q6_K embedding doubling as the LM head), its
+// super-blocks kept as they are stored, against transformers on the gguf
+// package's dequantization of the same file.
+TEST_CASE("a Q4_K_M GGUF Llama with its K super-blocks kept quantized matches transformers") {
+    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model_q4_k_m";
+    const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
+    luminal::nn::ModelOptions options;
+    options.quantized = pretrained.quantized_weights();
+    CHECK(options.quantized.size() == 1 + 7);  // the embedding; q, k, v, o, gate, up, down
+    CHECK(options.quantized.at("model.embed_tokens.weight") == luminal::QuantFormat::Q6_K);
+    CHECK(options.quantized.at("model.layers.0.self_attn.q_proj.weight") == luminal::QuantFormat::Q4_K);
+    CHECK(options.quantized.at("model.layers.0.mlp.down_proj.weight") == luminal::QuantFormat::Q6_K);
+    const auto load = [&](auto& session) {
+        session.load_weights(pretrained);
+        const std::string program = session.report().program.to_string();
+        CHECK(program.find("QuantizedMatmul Q4_K") != std::string::npos);
+        CHECK(program.find("QuantizedMatmul Q6_K") != std::string::npos);  // ffn_down, v and the tied LM head
+        CHECK(program.find("QuantizedGather Q6_K") != std::string::npos);
+        CHECK(program.find("Dequantize") == std::string::npos);
+    };
+    SUBCASE("f32 activations") {
+        options.q8_activations = false;
+        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
+                                              luminal_test::greedy_pick, "", options);
+    }
+    SUBCASE("8-bit activations") {
+        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
+                                              luminal_test::greedy_pick, "", options, 0.25);
+    }
+    SUBCASE("the ReferenceRuntime on the graph as written") {
+        options.q8_activations = false;
+        luminal_test::check_against_reference<luminal::ReferenceRuntime>(
+            pretrained.config(), [&](auto& session) { session.load_weights(pretrained); }, dir / "reference.safetensors",
+            luminal_test::greedy_pick, "", options);
+    }
+}
+
+TEST_CASE("a Q4_K_M GGUF file cut short is an Error naming the tensor whose blocks are missing") {
+    const auto source = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model_q4_k_m" / "model.gguf";
+    const auto path = std::filesystem::temp_directory_path() / "luminal_test_q4_k_m_truncated.gguf";
+    std::ifstream in(source, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // The last tensor in the file, blk.0.ffn_up.weight (Q4_K, 73728 bytes), loses one super-block.
+    bytes.resize(bytes.size() - 144);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    CHECK_THROWS_WITH_AS(luminal::nn::PretrainedModel::open(path),
+                         doctest::Contains("tensor 'blk.0.ffn_up.weight': 73728 bytes at data offset"), luminal::Error);
+    std::filesystem::remove(path);
 }
 
 TEST_CASE("a generation model computes the last position's logits only") {

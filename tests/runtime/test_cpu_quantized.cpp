@@ -1,4 +1,4 @@
-// Quantized weights (Q8_0, Q4_0, Q4_1 blocks) on the CPU: products and
+// Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 blocks; Q4_K, Q6_K super-blocks) on the CPU: products and
 // lookups through Dequantize, rewritten to QuantizedMatmul / QuantizedGather,
 // against tools/gen_quantized_fixtures.py (the gguf package's quantizer and
 // dequantizer, products in float64), on every instruction set this CPU runs
@@ -25,7 +25,16 @@ using luminal::QuantFormat;
 using luminal::cpu::quant::Isa;
 
 const std::filesystem::path kQuantizedData = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "quantized";
-constexpr std::int64_t kRows = 40, kCols = 96, kActivationRows = 13;
+constexpr std::int64_t kRows = 40, kActivationRows = 13;
+constexpr QuantFormat kFormats[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0,
+                                    QuantFormat::Q5_1, QuantFormat::Q4_K, QuantFormat::Q6_K};
+
+// The fixture's weights are [40, 96], or [40, 512] for the formats of 256-element super-blocks.
+std::int64_t cols_of(QuantFormat f) { return luminal::block_elements(f) == 256 ? 512 : 96; }
+std::string activations_of(QuantFormat f) { return cols_of(f) == 512 ? "x256" : "x"; }
+std::string fixture_name(QuantFormat f, std::string_view what) {
+    return std::string(luminal::io::name_of(f)) + "." + std::string(what);
+}
 
 struct QuantFixture {
     luminal::io::SafetensorsFile file = luminal::io::SafetensorsFile::open(kQuantizedData / "products.safetensors");
@@ -53,7 +62,7 @@ std::vector<float> first_rows(const std::vector<float>& v, std::int64_t rows, st
     return {v.begin(), v.begin() + rows * cols};
 }
 
-// y = x [m, 96] · dequantize(blocks)^T, with the blocks of a [40, 96] weight.
+// y = x [m, cols] · dequantize(blocks)^T, with the blocks of a [40, cols] weight.
 struct QuantizedProduct {
     std::unique_ptr<luminal::Graph> cx;  // on the heap: the tensors point at it
     luminal::GraphTensor x, blocks, y;
@@ -61,9 +70,10 @@ struct QuantizedProduct {
 
 QuantizedProduct quantized_product(QuantFormat f, std::int64_t m, bool q8_activations) {
     auto cx = std::make_unique<luminal::Graph>();
-    auto x = cx->tensor({m, kCols});
-    auto blocks = cx->named_tensor("blocks", {luminal::quantized_bytes(f, kRows, kCols)}, luminal::DType::U8);
-    const auto w = luminal::custom_op(luminal::DequantizeOp{f, kRows, kCols, q8_activations}, {blocks});
+    const std::int64_t cols = cols_of(f);
+    auto x = cx->tensor({m, cols});
+    auto blocks = cx->named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
+    const auto w = luminal::custom_op(luminal::DequantizeOp{f, kRows, cols, q8_activations}, {blocks});
     auto y = x.matmul(w.t()).output();
     return {std::move(cx), x, blocks, y};
 }
@@ -75,7 +85,7 @@ std::vector<float> run_product(QuantizedProduct& p, Runtime runtime, QuantFormat
     options.verbosity = 0;
     auto [rt, report] = luminal::compile_with_report(*p.cx, std::move(runtime), options);
     if (program) *program = report.program.to_string();
-    rt.set_data(p.x, first_rows(quant_fixture().values("x"), m, kCols));
+    rt.set_data(p.x, first_rows(quant_fixture().values(activations_of(f)), m, cols_of(f)));
     rt.set_bytes(p.blocks, quant_fixture().blocks(f));
     rt.execute(p.cx->dyn_map());
     return rt.get_f32(p.y);
@@ -93,7 +103,7 @@ std::vector<Isa> isas_here() {
 TEST_CASE("quantized products on the CPU match the gguf package's dequantized weights") {
     const std::vector<Isa> isas = isas_here();
     MESSAGE("instruction sets run here: " << isas.size() << " (best: " << std::string(luminal::cpu::quant::name_of(isas.back())) << ")");
-    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1})
+    for (QuantFormat f : kFormats)
         for (std::int64_t m : {std::int64_t{1}, std::int64_t{5}, kActivationRows})  // one row, the direct path, the panel path
             for (bool q8 : {false, true})
                 for (Isa isa : isas)
@@ -101,24 +111,21 @@ TEST_CASE("quantized products on the CPU match the gguf package's dequantized we
                         CAPTURE(luminal::io::name_of(f));
                         CAPTURE(m);
                         CAPTURE(q8);
-                        CAPTURE(luminal::cpu::quant::name_of(isa));
+                        CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
                         CAPTURE(threads);
                         QuantizedProduct p = quantized_product(f, m, q8);
                         std::string program;
                         const auto got = run_product(p, luminal::CpuRuntime(luminal::CpuOptions{threads, isa}), f, m, &program);
                         CHECK(program.find("QuantizedMatmul") != std::string::npos);
                         CHECK(program.find("Dequantize") == std::string::npos);
-                        const std::string kind = q8 ? ".q8" : ".f32";
-                        check_close(got, first_rows(quant_fixture().values(std::string(luminal::io::name_of(f)) + kind),
-                                                    m, kRows));
+                        check_close(got, first_rows(quant_fixture().values(fixture_name(f, q8 ? "q8" : "f32")), m, kRows));
                     }
 }
 
 TEST_CASE("8-bit activations are an approximation the fixture can tell apart from f32 ones") {
     // Guards the test above: were both kinds computed alike, one of its checks would fail.
-    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1}) {
-        const std::string name(luminal::io::name_of(f));
-        const auto exact = quant_fixture().values(name + ".f32"), rounded = quant_fixture().values(name + ".q8");
+    for (QuantFormat f : kFormats) {
+        const auto exact = quant_fixture().values(fixture_name(f, "f32")), rounded = quant_fixture().values(fixture_name(f, "q8"));
         double worst = 0;
         for (std::size_t i = 0; i < exact.size(); ++i)
             worst = std::max(worst, std::abs(double(exact[i]) - double(rounded[i])) / (1 + std::abs(double(exact[i]))));
@@ -127,38 +134,40 @@ TEST_CASE("8-bit activations are an approximation the fixture can tell apart fro
 }
 
 TEST_CASE("the ReferenceRuntime runs the quantized graph as written: dequantize, then multiply") {
-    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1}) {
+    for (QuantFormat f : kFormats) {
         CAPTURE(luminal::io::name_of(f));
         QuantizedProduct p = quantized_product(f, 5, true);
         check_close(run_product(p, luminal::ReferenceRuntime{}, f, 5),
-                    first_rows(quant_fixture().values(std::string(luminal::io::name_of(f)) + ".f32"), 5, kRows), 1e-6);
+                    first_rows(quant_fixture().values(fixture_name(f, "f32")), 5, kRows), 1e-6);
     }
 }
 
 TEST_CASE("QuantizedMatmul's reference semantics round activations as the Q8 kernels do") {
-    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1}) {
+    for (QuantFormat f : kFormats) {
         CAPTURE(luminal::io::name_of(f));
         luminal::Graph cx;
-        auto x = cx.tensor({kActivationRows, kCols});
-        auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, kCols)}, luminal::DType::U8);
-        auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, kCols, luminal::Activations::Q8}, {x, blocks}).output();
+        const std::int64_t cols = cols_of(f);
+        auto x = cx.tensor({kActivationRows, cols});
+        auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
+        auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, cols, luminal::Activations::Q8}, {x, blocks}).output();
         luminal::CompileOptions options;
         options.verbosity = 0;
         auto rt = cx.compile(luminal::ReferenceRuntime{}, options);
-        rt.set_data(x, quant_fixture().values("x"));
+        rt.set_data(x, quant_fixture().values(activations_of(f)));
         rt.set_bytes(blocks, quant_fixture().blocks(f));
         rt.execute(cx.dyn_map());
-        check_close(rt.get_f32(y), quant_fixture().values(std::string(luminal::io::name_of(f)) + ".q8"), 1e-6);
+        check_close(rt.get_f32(y), quant_fixture().values(fixture_name(f, "q8")), 1e-6);
     }
 }
 
 TEST_CASE("an embedding lookup in a quantized table decodes only the rows it reads") {
-    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1}) {
+    for (QuantFormat f : kFormats) {
         CAPTURE(luminal::io::name_of(f));
         luminal::Graph cx;
+        const std::int64_t cols = cols_of(f);
         auto ids = cx.tensor({4}, luminal::DType::I32);
-        auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, kCols)}, luminal::DType::U8);
-        auto table = luminal::custom_op(luminal::DequantizeOp{f, kRows, kCols, true}, {blocks});
+        auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
+        auto table = luminal::custom_op(luminal::DequantizeOp{f, kRows, cols, true}, {blocks});
         auto rows = table.index_select(0, ids).output();
         luminal::CompileOptions options;
         options.verbosity = 0;
@@ -168,10 +177,10 @@ TEST_CASE("an embedding lookup in a quantized table decodes only the rows it rea
         rt.set_data(ids, picked);
         rt.set_bytes(blocks, quant_fixture().blocks(f));
         rt.execute(cx.dyn_map());
-        const auto table_values = quant_fixture().values(std::string(luminal::io::name_of(f)) + ".dequantized");
+        const auto table_values = quant_fixture().values(fixture_name(f, "dequantized"));
         std::vector<float> want;
         for (std::int32_t id : picked)
-            want.insert(want.end(), table_values.begin() + id * kCols, table_values.begin() + (id + 1) * kCols);
+            want.insert(want.end(), table_values.begin() + id * cols, table_values.begin() + (id + 1) * cols);
         CHECK(rt.get_f32(rows) == want);  // decoding is exact
 
         rt.set_data(ids, std::vector<std::int32_t>{0, 1, 40, 2});
@@ -180,29 +189,85 @@ TEST_CASE("an embedding lookup in a quantized table decodes only the rows it rea
 }
 
 TEST_CASE("blocks that do not fit the weight are an Error naming sizes, not a crash") {
-    const QuantFormat f = QuantFormat::Q4_1;
-    luminal::Graph cx;
-    auto x = cx.tensor({1, kCols});
-    // The input holds one row of blocks less than a [40, 96] matrix needs.
-    auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows - 1, kCols)}, luminal::DType::U8);
-    auto y = x.matmul(luminal::custom_op(luminal::DequantizeOp{f, kRows, kCols, true}, {blocks}).t()).output();
     luminal::CompileOptions options;
     options.verbosity = 0;
-    for (bool cpu : {true, false}) {
-        CAPTURE(cpu);
-        auto check_run = [&](auto rt) {
-            rt.set_data(x, first_rows(quant_fixture().values("x"), 1, kCols));
-            rt.set_bytes(blocks, quant_fixture().blocks(f).first(static_cast<std::size_t>(
-                                     luminal::quantized_bytes(f, kRows - 1, kCols))));
-            CHECK_THROWS_WITH_AS(rt.execute(cx.dyn_map()), doctest::Contains("is 2400 bytes of blocks, the input has 2340"),
-                                 luminal::Error);
-        };
-        if (cpu) check_run(cx.compile(luminal::CpuRuntime{}, options));
-        else check_run(cx.compile(luminal::ReferenceRuntime{}, options));
+    for (QuantFormat f : kFormats) {
+        CAPTURE(luminal::io::name_of(f));
+        const std::int64_t cols = cols_of(f);
+        luminal::Graph cx;
+        auto x = cx.tensor({1, cols});
+        // The input holds one row of blocks less than a [40, cols] matrix needs: truncated block data.
+        const std::int64_t have = luminal::quantized_bytes(f, kRows - 1, cols), want = luminal::quantized_bytes(f, kRows, cols);
+        auto blocks = cx.named_tensor("blocks", {have}, luminal::DType::U8);
+        auto y = x.matmul(luminal::custom_op(luminal::DequantizeOp{f, kRows, cols, true}, {blocks}).t()).output();
+        for (bool cpu : {true, false}) {
+            CAPTURE(cpu);
+            auto check_run = [&](auto rt) {
+                rt.set_data(x, first_rows(quant_fixture().values(activations_of(f)), 1, cols));
+                rt.set_bytes(blocks, quant_fixture().blocks(f).first(static_cast<std::size_t>(have)));
+                const std::string message = "is " + std::to_string(want) + " bytes of blocks, the input has " +
+                                            std::to_string(have);
+                CHECK_THROWS_WITH_AS(rt.execute(cx.dyn_map()), doctest::Contains(message.c_str()), luminal::Error);
+            };
+            if (cpu) check_run(cx.compile(luminal::CpuRuntime{}, options));
+            else check_run(cx.compile(luminal::ReferenceRuntime{}, options));
+        }
     }
-    CHECK_THROWS_WITH_AS(luminal::quantized_bytes(f, 4, 100), doctest::Contains("whole blocks of 32"), luminal::Error);
-    CHECK_THROWS_WITH_AS(luminal::quantized_bytes(QuantFormat::Q6_K, 4, 256), doctest::Contains("not kept quantized"),
+    CHECK(luminal::quantized_bytes(QuantFormat::Q4_1, 4, 96) == 4 * 3 * 20);
+    CHECK(luminal::quantized_bytes(QuantFormat::Q4_K, 4, 512) == 4 * 2 * 144);
+    CHECK(luminal::quantized_bytes(QuantFormat::Q6_K, 4, 512) == 4 * 2 * 210);
+    CHECK_THROWS_WITH_AS(luminal::quantized_bytes(QuantFormat::Q4_1, 4, 100), doctest::Contains("whole blocks of 32"),
                          luminal::Error);
+    // A row of 96 is whole blocks of 32 but not of a K super-block.
+    CHECK_THROWS_WITH_AS(luminal::quantized_bytes(QuantFormat::Q4_K, 4, 96), doctest::Contains("whole blocks of 256"),
+                         luminal::Error);
+    CHECK_THROWS_WITH_AS(luminal::quantized_bytes(QuantFormat::Q6_K, 4, 288), doctest::Contains("whole blocks of 256"),
+                         luminal::Error);
+    CHECK_THROWS_WITH_AS(luminal::quantized_bytes(QuantFormat::Q5_K, 4, 256),
+                         doctest::Contains("Q5_K is not kept quantized (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K are)"),
+                         luminal::Error);
+}
+
+TEST_CASE("every instruction set computes what the scalar kernels compute") {
+    // Half the fixture's tolerance: the integer block sums are exact on every path, so only
+    // the order of the f32 sums (up to 512 terms) differs. 7 rows take the 4-, 2- and 1-row tiles.
+    const std::vector<Isa> isas = isas_here();
+    for (QuantFormat f : kFormats)
+        for (bool q8 : {false, true})
+            for (std::int64_t m : {std::int64_t{1}, std::int64_t{7}, kActivationRows}) {
+                CAPTURE(luminal::io::name_of(f));
+                CAPTURE(q8);
+                CAPTURE(m);
+                QuantizedProduct scalar_product = quantized_product(f, m, q8);
+                const auto scalar = run_product(scalar_product, luminal::CpuRuntime(luminal::CpuOptions{1, Isa::Scalar}), f, m);
+                for (Isa isa : isas) {
+                    CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
+                    QuantizedProduct p = quantized_product(f, m, q8);
+                    check_close(run_product(p, luminal::CpuRuntime(luminal::CpuOptions{2, isa}), f, m), scalar, 1e-5);
+                }
+            }
+}
+
+TEST_CASE("Dequantize on the CPU decodes the blocks bit for bit as the gguf package does") {
+    for (QuantFormat f : kFormats)
+        for (Isa isa : isas_here()) {
+            CAPTURE(luminal::io::name_of(f));
+            CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
+            const std::int64_t cols = cols_of(f);
+            luminal::Graph cx;
+            auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
+            auto w = luminal::custom_op(luminal::DequantizeOp{f, kRows, cols, true}, {blocks}).output();
+            luminal::CompileOptions options;
+            options.verbosity = 0;
+            auto rt = cx.compile(luminal::CpuRuntime(luminal::CpuOptions{2, isa}), options);
+            rt.set_bytes(blocks, quant_fixture().blocks(f));
+            rt.execute(cx.dyn_map());
+            const auto want = quant_fixture().values(fixture_name(f, "dequantized"));
+            // Q4_1's and Q5_1's AVX2 decoders fuse d * n + m into one FMA: the last bit may differ there.
+            const bool fused = f == QuantFormat::Q4_1 || f == QuantFormat::Q5_1;
+            if (fused && isa != Isa::Scalar) check_close(rt.get_f32(w), want, 1e-7);
+            else CHECK(rt.get_f32(w) == want);
+        }
 }
 
 TEST_CASE("the CPU thread pool covers each index once, in parts that do not depend on the threads") {

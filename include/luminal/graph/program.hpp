@@ -91,10 +91,17 @@ struct Program {
 inline std::int64_t numel_of(const Shape& shape, const DynMap& dims, std::uint32_t node) {
     std::int64_t n = 1;
     for (auto& d : shape) {
-        for (char c : d.dims())
-            check(dims.contains(c), "execute", "dynamic dimension '{}' is not set (needed by node {}, shape {}); call set_dim",
-                  c, node, to_string(shape));
-        n *= d.eval(dims);
+        try {
+            n *= d.eval(dims);
+        } catch (const Error&) {
+            // Runtimes call this for every node of every execution, so the walk
+            // that lists an expression's dimensions is only paid on failure.
+            for (char c : d.dims())
+                check(dims.contains(c), "execute",
+                      "dynamic dimension '{}' is not set (needed by node {}, shape {}); call set_dim", c, node,
+                      to_string(shape));
+            throw;
+        }
     }
     return n;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Weights kept in ggml's block formats (Q8_0, Q4_0, Q4_1: 32 elements per
-// block, blocks never cross a row) and the LLIR ops that read them:
+// Weights kept in ggml's block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: blocks
+// of 32 elements; Q4_K, Q6_K: super-blocks of 256; blocks never cross a row) and
+// the LLIR ops that read them:
 //
 //  * Dequantize{format, rows, cols}: [bytes] u8 blocks -> [rows, cols] f32.
 //    What a model graph says: "this weight is these blocks, dequantized".
@@ -10,7 +11,9 @@
 //    computes (a float reassociation apart); Activations::Q8 first rounds each
 //    32-element block of a row of `a` to 8-bit integers with one f32 scale
 //    (d = max|x| / 127, q = round(x / d), as llama.cpp's Q8_0), so the block
-//    products are integer dot products: faster, and an approximation.
+//    products are integer dot products: faster, and an approximation. The
+//    same 32-element activation blocks serve every format: a K super-block
+//    meets eight of them, one per 32-element group of its quants.
 //  * QuantizedGather{format, rows, cols}: Gather(Dequantize(q), idx) that
 //    decodes only the elements it reads (an embedding lookup).
 //
@@ -18,6 +21,7 @@
 // QuantizedGather in place of Dequantize's users; every op has reference
 // semantics, built on io's dequantizers (checked bit-exact against the gguf
 // Python package), so the ReferenceRuntime runs either form.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -33,18 +37,30 @@ namespace luminal {
 using QuantFormat = io::GgufType;
 
 // The block formats kept quantized; others are dequantized when loaded.
+inline constexpr QuantFormat kBlockQuantized[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1,
+                                                  QuantFormat::Q5_0, QuantFormat::Q5_1, QuantFormat::Q4_K,
+                                                  QuantFormat::Q6_K};
 constexpr bool is_block_quantized(QuantFormat f) {
-    return f == QuantFormat::Q8_0 || f == QuantFormat::Q4_0 || f == QuantFormat::Q4_1;
+    return std::ranges::find(kBlockQuantized, f) != std::end(kBlockQuantized);
 }
+// The elements of one 8-bit activation block, and of one block of the
+// 32-element formats; a K super-block holds 256 / kQuantBlock of them.
 inline constexpr std::int64_t kQuantBlock = 32;
+
+// Elements per stored block of f: 32, or 256 for the K formats.
+constexpr std::int64_t block_elements(QuantFormat f) { return io::layout_of(f).block_elements; }
 
 // Bytes a [rows, cols] matrix of format f takes; cols must be whole blocks.
 inline std::int64_t quantized_bytes(QuantFormat f, std::int64_t rows, std::int64_t cols) {
-    check(is_block_quantized(f), "quantized weights", "format {} is not kept quantized (Q8_0, Q4_0, Q4_1 are)",
-          io::name_of(f));
-    check(rows >= 0 && cols >= 0 && cols % kQuantBlock == 0, "quantized weights",
-          "a [{}, {}] {} matrix: rows must be whole blocks of {} elements", rows, cols, io::name_of(f), kQuantBlock);
-    return rows * (cols / kQuantBlock) * static_cast<std::int64_t>(io::layout_of(f).block_bytes);
+    if (!is_block_quantized(f)) {
+        std::string kept;
+        for (QuantFormat k : kBlockQuantized) kept += (kept.empty() ? "" : ", ") + std::string(io::name_of(k));
+        throw Error("quantized weights", fmt::format("format {} is not kept quantized ({} are)", io::name_of(f), kept));
+    }
+    const std::int64_t block = block_elements(f);
+    check(rows >= 0 && cols >= 0 && cols % block == 0, "quantized weights",
+          "a [{}, {}] {} matrix: rows must be whole blocks of {} elements", rows, cols, io::name_of(f), block);
+    return rows * (cols / block) * static_cast<std::int64_t>(io::layout_of(f).block_bytes);
 }
 
 namespace quantized_detail {

@@ -9,7 +9,7 @@
 // (mlp.experts.3.gate_proj.weight). Gemma 3's converter stores every RMSNorm
 // weight as 1 + w (llama.cpp's norm scales by the weight itself, transformers'
 // Gemma3RMSNorm by 1 + w), so 1 is taken off again. Matrices in a block format
-// luminal keeps quantized (Q8_0, Q4_0, Q4_1) are also given as their blocks
+// luminal keeps quantized (is_block_quantized) are also given as their blocks
 // (blocks()), read in place from the mapped file when `owner` keeps it alive;
 // Q/K rows are reordered block row by block row.
 //

@@ -1,79 +1,42 @@
 #pragma once
 // The block products of cpu_quant_scalar.hpp with x86 vector instructions,
-// chosen at run time (the headers are compiled with the user's flags, which
-// need not enable AVX2): each kernel is a function compiled for its own target
-// (__attribute__((target))) and called only where the CPU reports the
-// features (__builtin_cpu_supports).
+// for the instruction set asked for (cpu_quant_isa.hpp says which this CPU
+// runs), and the calls that dispatch between them and the scalar ones:
 //
 //  * Avx2: a weight block's 32 values in one 256-bit register, multiplied with
 //    the int8 activations by vpmaddubsw (u8 x s8 pairs to i16) and vpmaddwd
-//    (to i32); Q8_0's signed weights go through the |w|, sign(x, w) identity.
+//    (to i32); Q8_0's signed weights go through the |w|, sign(x, w) identity;
+//    Q5's fifth bits are spread from their u32 to one byte each.
 //  * Avx512Vnni: the same with vpdpbusd (u8 x s8, four products summed into
 //    i32 in one instruction; AVX512-VNNI with AVX512VL's 256-bit form).
-// Up to 4 activation rows share each decoded weight block.
+// Up to 4 activation rows share each decoded weight block. The K formats'
+// kernels are in cpu_quant_simd_k.hpp.
 #include <cstdint>
 
+#include "luminal/runtime/cpu_quant_isa.hpp"
 #include "luminal/runtime/cpu_quant_scalar.hpp"
-
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define LUMINAL_QUANT_X86 1
-#include <immintrin.h>
-#endif
+#include "luminal/runtime/cpu_quant_simd_k.hpp"
 
 namespace luminal::cpu::quant {
 
-enum class Isa { Scalar, Avx2, Avx512Vnni };
-
-inline const char* name_of(Isa isa) {
-    switch (isa) {
-        case Isa::Avx2: return "avx2";
-        case Isa::Avx512Vnni: return "avx512vnni";
-        default: return "scalar";
-    }
-}
-
-// Whether this CPU runs `isa`'s kernels.
-inline bool supports(Isa isa) {
 #ifdef LUMINAL_QUANT_X86
-    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                             __builtin_cpu_supports("f16c");
-    static const bool vnni = avx2 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-                             __builtin_cpu_supports("avx512bw");
-    if (isa == Isa::Avx2) return avx2;
-    if (isa == Isa::Avx512Vnni) return vnni;
-#else
-    if (isa != Isa::Scalar) return false;
-#endif
-    return true;
-}
-
-inline Isa best_isa() {
-    if (supports(Isa::Avx512Vnni)) return Isa::Avx512Vnni;
-    if (supports(Isa::Avx2)) return Isa::Avx2;
-    return Isa::Scalar;
-}
-
-#ifdef LUMINAL_QUANT_X86
-#define LUMINAL_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define LUMINAL_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
-
 namespace simd_detail {
 
-LUMINAL_AVX2 inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-LUMINAL_AVX2 inline float f16(const std::byte* p) {
-    std::uint16_t bits;
+// Bit e of the u32 at p as byte e: 0x10 where set, 0 where clear.
+LUMINAL_AVX2 inline __m256i fifth_bits(const std::byte* p) {
+    std::uint32_t bits;
     std::memcpy(&bits, p, sizeof bits);
-    return _cvtsh_ss(bits);
+    // Byte e takes byte e / 8 of the word, then tests bit e % 8 of it.
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                               _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202,
+                                                                  0x0303030303030303));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
 }
 
 // A weight block's 32 values: Q8_0's int8 as they are, Q4's nibbles as bytes
-// 0-15 (elements 0-15 from the low nibbles, 16-31 from the high ones).
+// 0-15 (elements 0-15 from the low nibbles, 16-31 from the high ones), Q5's
+// with their fifth bits.
 template <QuantFormat F>
 LUMINAL_AVX2 inline __m256i block_values(const std::byte* block) {
     const std::byte* q = block + quants_offset<F>;
@@ -82,24 +45,10 @@ LUMINAL_AVX2 inline __m256i block_values(const std::byte* block) {
     } else {
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
         const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-        return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+        const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+        if constexpr (has_fifth_bits<F>) return _mm256_or_si256(nibbles, fifth_bits(q - 4));
+        else return nibbles;
     }
-}
-
-// sum over 8-lane groups of w * x (as i32 lanes): w unsigned for Q4, signed for Q8_0.
-template <QuantFormat F>
-LUMINAL_AVX2 inline __m256i dot_avx2(__m256i w, __m256i x) {
-    __m256i pairs;
-    if constexpr (F == QuantFormat::Q8_0) pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    else pairs = _mm256_maddubs_epi16(w, x);
-    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
-template <QuantFormat F>
-LUMINAL_VNNI inline __m256i dot_vnni(__m256i w, __m256i x) {
-    if constexpr (F == QuantFormat::Q8_0)
-        return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    else return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x);
 }
 
 // R activation rows starting at i0 times weight row w: out[r * out_stride].
@@ -116,14 +65,15 @@ LUMINAL_VNNI inline __m256i dot_vnni(__m256i w, __m256i x) {
         const std::byte* block = w + b * block_bytes<F>;                                                  \
         const __m256i values = block_values<F>(block);                                                    \
         const float dw = f16(block);                                                                      \
-        [[maybe_unused]] const float mw = F == QuantFormat::Q4_1 ? f16(block + 2) : 0.0f;                  \
+        [[maybe_unused]] const float mw = has_offset<F> ? f16(block + 2) : 0.0f;                           \
         for (int r = 0; r < R; ++r) {                                                                     \
             const std::int64_t at = (i0 + r) * x.blocks + b;                                              \
             const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + at * 32)); \
             const __m256 scale = _mm256_set1_ps(dw * x.scale[at]);                                        \
             acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT<F>(values, q)), scale, acc[r][h]);         \
             if constexpr (F == QuantFormat::Q4_0) offset[r][h] -= 8 * dw * x.sum[at];                     \
-            if constexpr (F == QuantFormat::Q4_1) offset[r][h] += mw * x.sum[at];                         \
+            if constexpr (F == QuantFormat::Q5_0) offset[r][h] -= 16 * dw * x.sum[at];                    \
+            if constexpr (has_offset<F>) offset[r][h] += mw * x.sum[at];                                  \
         }                                                                                                 \
     }                                                                                                     \
     for (int r = 0; r < R; ++r)                                                                           \
@@ -132,13 +82,21 @@ LUMINAL_VNNI inline __m256i dot_vnni(__m256i w, __m256i x) {
 template <QuantFormat F, int R>
 LUMINAL_AVX2 void q8_rows_avx2(const std::byte* w, const Q8Rows& x, std::int64_t i0, float* out,
                                std::int64_t out_stride) {
-    LUMINAL_Q8_ROWS_BODY(dot_avx2)
+    if constexpr (is_k_format<F>) {
+        k_rows_avx2<F, R>(w, x, i0, out, out_stride);
+    } else {
+        LUMINAL_Q8_ROWS_BODY(dot_avx2)
+    }
 }
 
 template <QuantFormat F, int R>
 LUMINAL_VNNI void q8_rows_vnni(const std::byte* w, const Q8Rows& x, std::int64_t i0, float* out,
                                std::int64_t out_stride) {
-    LUMINAL_Q8_ROWS_BODY(dot_vnni)
+    if constexpr (is_k_format<F>) {
+        k_rows_vnni<F, R>(w, x, i0, out, out_stride);
+    } else {
+        LUMINAL_Q8_ROWS_BODY(dot_vnni)
+    }
 }
 #undef LUMINAL_Q8_ROWS_BODY
 
@@ -215,6 +173,15 @@ LUMINAL_AVX2 inline void decode_block_avx2(const std::byte* block, __m256* out) 
             const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * c));
             out[c] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)));
         }
+    } else if constexpr (has_fifth_bits<F>) {
+        const __m256i values = block_values<F>(block);
+        const __m128i low = _mm256_castsi256_si128(values), high = _mm256_extracti128_si256(values, 1);
+        const __m128i parts[4] = {low, _mm_srli_si128(low, 8), high, _mm_srli_si128(high, 8)};
+        for (int c = 0; c < 4; ++c) {
+            const __m256 n = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(parts[c]));
+            if constexpr (F == QuantFormat::Q5_0) out[c] = _mm256_mul_ps(d, _mm256_sub_ps(n, _mm256_set1_ps(16)));
+            else out[c] = _mm256_fmadd_ps(d, n, _mm256_set1_ps(f16(block + 2)));
+        }
     } else {
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
         const __m128i mask = _mm_set1_epi8(0x0F);
@@ -265,8 +232,6 @@ LUMINAL_AVX2 void decode_rows_avx2(const ProductTask& t, float* panel) {
 }
 
 }  // namespace simd_detail
-#undef LUMINAL_AVX2
-#undef LUMINAL_VNNI
 #endif
 
 // Rows [begin, end) of x rounded to Q8 blocks (quantize_rows) on `isa`.
@@ -294,7 +259,11 @@ void q8_product(Isa isa, const ProductTask& t, const Q8Rows& x) {
 template <QuantFormat F>
 void f32_product(Isa isa, const ProductTask& t, const float* x, std::int64_t m, std::int64_t x_stride) {
 #ifdef LUMINAL_QUANT_X86
-    if (isa != Isa::Scalar) return simd_detail::f32_product_avx2<F>(t, x, m, x_stride);
+    if constexpr (is_k_format<F>) {
+        if (isa != Isa::Scalar) return simd_detail::k_f32_product_avx2<F>(t, x, m, x_stride);
+    } else {
+        if (isa != Isa::Scalar) return simd_detail::f32_product_avx2<F>(t, x, m, x_stride);
+    }
 #endif
     (void)isa;
     f32_product_scalar<F>(t, x, m, x_stride);
@@ -303,7 +272,11 @@ void f32_product(Isa isa, const ProductTask& t, const float* x, std::int64_t m, 
 template <QuantFormat F>
 void decode_rows(Isa isa, const ProductTask& t, float* panel) {
 #ifdef LUMINAL_QUANT_X86
-    if (isa != Isa::Scalar) return simd_detail::decode_rows_avx2<F>(t, panel);
+    if constexpr (is_k_format<F>) {
+        if (isa != Isa::Scalar) return simd_detail::k_decode_rows_avx2<F>(t, panel);
+    } else {
+        if (isa != Isa::Scalar) return simd_detail::decode_rows_avx2<F>(t, panel);
+    }
 #endif
     (void)isa;
     decode_rows_scalar<F>(t, panel);
@@ -316,6 +289,10 @@ decltype(auto) with_format(QuantFormat f, Fn&& fn) {
         case QuantFormat::Q4_0: return fn.template operator()<QuantFormat::Q4_0>();
         case QuantFormat::Q4_1: return fn.template operator()<QuantFormat::Q4_1>();
         case QuantFormat::Q8_0: return fn.template operator()<QuantFormat::Q8_0>();
+        case QuantFormat::Q5_0: return fn.template operator()<QuantFormat::Q5_0>();
+        case QuantFormat::Q5_1: return fn.template operator()<QuantFormat::Q5_1>();
+        case QuantFormat::Q4_K: return fn.template operator()<QuantFormat::Q4_K>();
+        case QuantFormat::Q6_K: return fn.template operator()<QuantFormat::Q6_K>();
         default: throw Error("quantized weights", fmt::format("the CPU has no kernel for {}", io::name_of(f)));
     }
 }

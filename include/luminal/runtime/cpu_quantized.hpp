@@ -111,17 +111,18 @@ inline void quantized_gather(const QuantizedGatherOp& op, const std::byte* block
     scratch.indexes.resize(static_cast<std::size_t>(n));
     load_view(index_dtype, index_src, index_view, 0, n, scratch.indexes.data());
     quant::with_format(op.format, [&]<QuantFormat F>() {
-        float decoded[kQuantBlock];
+        constexpr std::int64_t block = quant::block_elements<F>;
+        float decoded[quant::kMaxBlockElements];
         std::int64_t decoded_block = -1;
         for (std::int64_t i = 0; i < n; ++i) {
             const std::int64_t at = scratch.indexes[i];
             check(at >= 0 && at < total, op.name.data(), "node {}: index {} at {} is outside the {} elements of the "
                   "weight", node, at, i, total);
-            if (at / kQuantBlock != decoded_block) {  // an embedding row reads each block 32 times in a row
-                decoded_block = at / kQuantBlock;
+            if (at / block != decoded_block) {  // an embedding row reads each block `block` times in a row
+                decoded_block = at / block;
                 quant::decode_block<F>(blocks + decoded_block * quant::block_bytes<F>, decoded);
             }
-            out[i] = decoded[at % kQuantBlock];
+            out[i] = decoded[at % block];
         }
     });
 }
