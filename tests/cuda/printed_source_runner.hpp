@@ -278,9 +278,7 @@ public:
     void run(const luminal::cuda::Kernel& k, const luminal::cuda::KernelBuffers& buffers) {
         using namespace luminal::cuda;
         std::string source = kernel_source(k);
-        std::string_view entry = k.shape == Kernel::Shape::Elementwise ? kElementwiseEntry
-                                 : k.shape == Kernel::Shape::Row       ? kRowEntry
-                                                                       : kReduceEntry;
+        const std::string_view entry = kernel_entry(k);
         if (auto vector = vector_kernel_source(k); vector && vector_launch_ok(k, buffers.dims)) source = *vector;
         std::vector<std::vector<std::byte>> data;
         data.push_back(luminal::host_buffer_to_bytes(buffers.out));

@@ -57,6 +57,34 @@ TEST_CASE("a GGUF Llama matches transformers on its dequantized weights") {
     luminal_test::check_pretrained(dir / "model.gguf");
 }
 
+namespace {
+
+// A GGUF Llama with quantized matrices against transformers' logits: on the
+// CPU with f32 activations (within 1e-4) and with 8-bit activation blocks
+// (within 0.25), through `load` (which also checks the program chosen), and
+// on the ReferenceRuntime with the graph as written.
+template <typename Load>
+void check_quantized_gguf(const luminal::nn::PretrainedModel& pretrained, const std::filesystem::path& dir,
+                          luminal::nn::ModelOptions options, const Load& load) {
+    SUBCASE("f32 activations") {
+        options.q8_activations = false;
+        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
+                                              luminal_test::greedy_pick, "", options);
+    }
+    SUBCASE("8-bit activations") {
+        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
+                                              luminal_test::greedy_pick, "", options, 0.25);
+    }
+    SUBCASE("the ReferenceRuntime on the graph as written") {
+        options.q8_activations = false;
+        luminal_test::check_against_reference<luminal::ReferenceRuntime>(
+            pretrained.config(), [&](auto& session) { session.load_weights(pretrained); }, dir / "reference.safetensors",
+            luminal_test::greedy_pick, "", options);
+    }
+}
+
+}  // namespace
+
 // The same file with its Q8_0, Q4_0, Q4_1 and Q5_1 matrices kept as blocks: the CPU
 // multiplies the blocks (QuantizedMatmul) and looks up embeddings in them
 // (QuantizedGather). With f32 activations the logits stay within 1e-4; with
@@ -82,21 +110,7 @@ TEST_CASE("a GGUF Llama with its matrices kept quantized matches transformers") 
         CHECK(program.find("QuantizedGather Q8_0") != std::string::npos);
         CHECK(program.find("Dequantize") == std::string::npos);
     };
-    SUBCASE("f32 activations") {
-        options.q8_activations = false;
-        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
-                                              luminal_test::greedy_pick, "", options);
-    }
-    SUBCASE("8-bit activations") {
-        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
-                                              luminal_test::greedy_pick, "", options, 0.25);  // measured: 0.11
-    }
-    SUBCASE("the ReferenceRuntime on the graph as written") {
-        options.q8_activations = false;
-        luminal_test::check_against_reference<luminal::ReferenceRuntime>(
-            pretrained.config(), [&](auto& session) { session.load_weights(pretrained); }, dir / "reference.safetensors",
-            luminal_test::greedy_pick, "", options);
-    }
+    check_quantized_gguf(pretrained, dir, options, load);  // 8-bit activations measured: 0.11
 }
 
 // tools/gen_gguf_q4_k_m_fixtures.py: a Llama quantized by llama.cpp to Q4_K_M
@@ -120,21 +134,7 @@ TEST_CASE("a Q4_K_M GGUF Llama with its K super-blocks kept quantized matches tr
         CHECK(program.find("QuantizedGather Q6_K") != std::string::npos);
         CHECK(program.find("Dequantize") == std::string::npos);
     };
-    SUBCASE("f32 activations") {
-        options.q8_activations = false;
-        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
-                                              luminal_test::greedy_pick, "", options);
-    }
-    SUBCASE("8-bit activations") {
-        luminal_test::check_against_reference(pretrained.config(), load, dir / "reference.safetensors",
-                                              luminal_test::greedy_pick, "", options, 0.25);
-    }
-    SUBCASE("the ReferenceRuntime on the graph as written") {
-        options.q8_activations = false;
-        luminal_test::check_against_reference<luminal::ReferenceRuntime>(
-            pretrained.config(), [&](auto& session) { session.load_weights(pretrained); }, dir / "reference.safetensors",
-            luminal_test::greedy_pick, "", options);
-    }
+    check_quantized_gguf(pretrained, dir, options, load);
 }
 
 TEST_CASE("a Q4_K_M GGUF file cut short is an Error naming the tensor whose blocks are missing") {

@@ -91,7 +91,7 @@ public:
             const PlannedNode& p = plan_.nodes[id];
             const std::string kernel = label(id);
             if (p.kernel) {
-                functions_[id][0] = KernelModules::get().function(kernel_source(*p.kernel), entry_of(*p.kernel), arch, kernel);
+                functions_[id][0] = KernelModules::get().function(kernel_source(*p.kernel), kernel_entry(*p.kernel), arch, kernel);
                 if (auto vector = vector_kernel_source(*p.kernel))
                     functions_[id][3] = KernelModules::get().function(*vector, kReduceEntry, arch, kernel);
             }
@@ -302,15 +302,6 @@ private:
     std::pair<CuDevicePtr, std::int64_t> output_data(std::uint32_t id) const {
         check(executed_, "get", "output node {} has not been computed; call execute first", nodes_[id].spec.hlir);
         return {data_of(id), numel_[id]};
-    }
-
-    static std::string_view entry_of(const Kernel& k) {
-        switch (k.shape) {
-            case Kernel::Shape::Elementwise: return kElementwiseEntry;
-            case Kernel::Shape::Reduce: return kReduceEntry;
-            case Kernel::Shape::Row: return kRowEntry;
-        }
-        return kElementwiseEntry;
     }
 
     static unsigned grid_for(std::int64_t units, std::int64_t per_block, int multiprocessors) {

@@ -28,6 +28,16 @@ inline constexpr std::string_view kScatterClaimEntry = "luminal_scatter_claim";
 inline constexpr std::string_view kScatterWriteEntry = "luminal_scatter_write";
 inline constexpr int kDimSlots = 52;
 
+// The entry a kernel's module exports.
+inline std::string_view kernel_entry(const Kernel& k) {
+    switch (k.shape) {
+        case Kernel::Shape::Elementwise: return kElementwiseEntry;
+        case Kernel::Shape::Reduce: return kReduceEntry;
+        case Kernel::Shape::Row: return kRowEntry;
+    }
+    return kElementwiseEntry;
+}
+
 // Fault codes a kernel reports (host side: cuda/faults.hpp).
 enum class FaultCode : int { None = 0, GatherIndex = 1, ModuloByZero = 2, ScatterIndex = 3 };
 
