@@ -37,8 +37,11 @@ inline GraphTensor attention(const GraphTensor& q, const GraphTensor& keys, cons
     GraphTensor key = keys.permute({1, 2, 0}).unsqueeze(1);                    // [kv, 1, d, t]
     GraphTensor value = values.permute({1, 0, 2}).unsqueeze(1);                // [kv, 1, t, dv]
     GraphTensor scores = query.matmul(key) * options.scale;                    // [kv, group, s, t]
+    // The mask is added as a bias (0 or -inf) of one [s, t] tensor shared by the heads:
+    // a select over the whole score tensor costs a gather of twice its size.
     GraphTensor mask = attention_mask(q.graph(), s, keys.view().dim(0), p, options.sliding_window);
-    GraphTensor weights = where(mask, -INFINITY, scores).softmax(-1);
+    GraphTensor bias = where(mask, -INFINITY, 0.0f).cast(scores.dtype());
+    GraphTensor weights = (scores + bias).softmax(-1);
     GraphTensor out = weights.matmul(value);                                   // [kv, group, s, dv]
     return out.merge_dims(0).permute({1, 0, 2}).merge_dims(1);                 // [s, heads * dv]
 }

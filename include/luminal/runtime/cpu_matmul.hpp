@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "luminal/runtime/cpu_gemm.hpp"
 #include "luminal/runtime/cpu_reduce.hpp"
 #include "luminal/runtime/cpu_thread_pool.hpp"
 #include "luminal/runtime/cpu_view.hpp"
@@ -35,7 +36,9 @@ namespace luminal::cpu {
 struct MatmulScratch {
     std::vector<float> a, b, out, pack_a, pack_b;
     std::vector<std::int64_t> ia, ib, iout;
-    ThreadPool* pool = nullptr;  // f32 GEMMs split their output columns over it
+    gemm_detail::GemmScratch gemm;
+    ThreadPool* pool = nullptr;           // f32 GEMMs split their output columns over it
+    quant::Isa isa = quant::Isa::Scalar;  // Scalar: Eigen's GEMM only
 };
 
 namespace matmul_detail {
@@ -72,12 +75,20 @@ void with_map(Slice s, std::vector<float>& pack, F&& f) {
 }
 
 // out [a.rows, b.rows] = a b^T; a large product splits b's rows (the output's
-// columns) over the pool, each part one Eigen GEMM.
+// columns) over the pool. A B with contiguous rows is read in place by
+// rowwise_gemm where the CPU has its instructions; otherwise each part is one
+// Eigen GEMM.
 inline void gemm(const Slice& a, const Slice& b, float* out, MatmulScratch& scratch) {
     if (a.cols == 0) {
         OutMap(out, a.rows, b.rows, Eigen::OuterStride<>(b.rows)).setZero();
         return;
     }
+    const bool parallel = scratch.pool && scratch.pool->size() > 1 && a.rows * b.rows * a.cols >= kParallelGemmWork;
+#ifdef LUMINAL_QUANT_X86
+    if (gemm_detail::applies(scratch.isa, a.rows, a.cols, b.cols == 1 ? 1 : b.cs))
+        return gemm_detail::rowwise_gemm(scratch.isa, a.data, a.rows, a.cols, a.rs, a.cs, b.data, b.rows, b.rs, out,
+                                         b.rows, scratch.gemm, parallel ? scratch.pool : nullptr);
+#endif
     auto columns = [&](std::int64_t j0, std::int64_t j1, std::vector<float>& pack_a, std::vector<float>& pack_b) {
         OutMap c(out + j0, a.rows, j1 - j0, Eigen::OuterStride<>(b.rows));
         const Slice part{b.data + j0 * b.rs, j1 - j0, b.cols, b.rs, b.cs};
@@ -85,8 +96,7 @@ inline void gemm(const Slice& a, const Slice& b, float* out, MatmulScratch& scra
             with_map(part, pack_b, [&](const auto& bm) { c.noalias() = am * bm.transpose(); });
         });
     };
-    if (!scratch.pool || scratch.pool->size() == 1 || a.rows * b.rows * a.cols < kParallelGemmWork)
-        return columns(0, b.rows, scratch.pack_a, scratch.pack_b);
+    if (!parallel) return columns(0, b.rows, scratch.pack_a, scratch.pack_b);
     scratch.pool->parallel_for(b.rows, kGemmColumnGrain, [&](std::int64_t j0, std::int64_t j1) {
         thread_local std::vector<float> pack_a, pack_b;
         columns(j0, j1, pack_a, pack_b);

@@ -6,7 +6,7 @@
 //    once, then integer block products (cpu_quant_simd.hpp);
 //  * with f32 activations: up to kDirectRows rows of a multiply the blocks
 //    as they are decoded; more rows amortise decoding, so panels of weight
-//    rows are decoded to f32 (in cache) and multiplied by Eigen's GEMM;
+//    rows are decoded to f32 (in cache) and multiplied by the f32 GEMM;
 //  * QuantizedGather decodes the blocks holding the gathered elements;
 //  * Dequantize decodes everything (only when no product reads the blocks).
 #include <cstdint>
@@ -51,6 +51,20 @@ inline const std::byte* contiguous_blocks(const StridedView& v, const std::byte*
     return src + v.base();
 }
 
+// out[i * ldc + j] = a[i] · panel[j] for a panel of decoded weight rows.
+inline void panel_product(quant::Isa isa, const float* a, std::int64_t m, std::int64_t k, const float* panel,
+                          std::int64_t rows, float* out, std::int64_t ldc, [[maybe_unused]] gemm_detail::GemmScratch& gemm) {
+#ifdef LUMINAL_QUANT_X86
+    if (gemm_detail::applies(isa, m, k, 1))
+        return gemm_detail::rowwise_gemm(isa, a, m, k, k, 1, panel, rows, k, out, ldc, gemm, nullptr);
+#endif
+    const matmul_detail::RowMap x(a, m, k, Eigen::OuterStride<>(k));
+    const matmul_detail::RowMap w(panel, rows, k, Eigen::OuterStride<>(k));
+    Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>
+        c(out, m, rows, Eigen::OuterStride<>(ldc));
+    c.noalias() = x * w.transpose();
+}
+
 }  // namespace quantized_detail
 
 // out [m, rows] = a [m, cols] · dequantize(blocks)^T.
@@ -85,15 +99,12 @@ inline void quantized_matmul(const QuantizedMatmulOp& op, DType a_dtype, const s
         } else {
             pool.parallel_for(n, kPanelRows, [&](std::int64_t j0, std::int64_t j1) {
                 thread_local std::vector<float> panel;
+                thread_local gemm_detail::GemmScratch gemm;
                 panel.resize(static_cast<std::size_t>(kPanelRows * k));
-                const matmul_detail::RowMap x(a, m, k, Eigen::OuterStride<>(k));
                 for (std::int64_t p = j0; p < j1; p += kPanelRows) {
                     const std::int64_t rows = std::min(kPanelRows, j1 - p);
                     quant::decode_rows<F>(isa, task(p, p + rows), panel.data());
-                    const matmul_detail::RowMap w(panel.data(), rows, k, Eigen::OuterStride<>(k));
-                    Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>
-                        c(out + p, m, rows, Eigen::OuterStride<>(n));
-                    c.noalias() = x * w.transpose();
+                    panel_product(isa, a, m, k, panel.data(), rows, out + p, n, gemm);
                 }
             });
         }

@@ -530,6 +530,7 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
             return;
         case Exec::Matmul:
             matmul_scratch_.pool = threads_.get();
+            matmul_scratch_.isa = isa_;
             cpu::matmul(source_dtype(0), data_[node.sources[0]], spec.views[0], source_dtype(1),
                         data_[node.sources[1]], spec.views[1], dims, spec.dtype, out, n, id, matmul_scratch_);
             return;

@@ -181,20 +181,21 @@ private:
             std::int64_t run = std::min(len - done, in.size - c[r - 1]);
             L* out = dst + done;
             std::int64_t c0 = c[r - 1] + in.offset;
-            if (!valid) {
-                std::fill(out, out + run, L(0));
-            } else if (!in.checked) {
-                const storage_t<D>* p = src + row + c0 * in.stride;
-                if (in.stride == 1)
-                    for (std::int64_t j = 0; j < run; ++j) out[j] = read_as<L, D>(p[j]);
-                else
-                    for (std::int64_t j = 0; j < run; ++j) out[j] = read_as<L, D>(p[j * in.stride]);
-            } else {
-                for (std::int64_t j = 0; j < run; ++j) {
-                    std::int64_t p = c0 + j;
-                    out[j] = p >= in.lo && p < in.hi ? read_as<L, D>(src[row + p * in.stride]) : L(0);
-                }
+            // The run's valid elements are one interval [first, last); padding around it reads 0.
+            std::int64_t first = 0, last = valid ? run : 0;
+            if (valid && in.checked) {
+                first = std::clamp(in.lo - c0, std::int64_t{0}, run);
+                last = std::clamp(in.hi - c0, first, run);
             }
+            std::fill(out, out + first, L(0));
+            const std::int64_t at = row + c0 * in.stride;
+            if (in.stride == 1)
+                for (std::int64_t j = first; j < last; ++j) out[j] = read_as<L, D>(src[at + j]);
+            else if (in.stride == 0 && first < last)  // a value broadcast along the run
+                std::fill(out + first, out + last, read_as<L, D>(src[at]));
+            else
+                for (std::int64_t j = first; j < last; ++j) out[j] = read_as<L, D>(src[at + j * in.stride]);
+            std::fill(out + last, out + run, L(0));
             done += run;
             c[r - 1] = 0;
             for (std::size_t i = r - 1; i-- > 0;) {

@@ -1,0 +1,95 @@
+// The f32 GEMM that reads B's rows in place (cpu_gemm.hpp), on every
+// instruction set this CPU runs, against a float64 triple loop: shapes with
+// partial panels and tiles, depths past one block of q, row strides that take
+// the copied-tile path, a transposed A, and a thread pool (whose results must
+// equal the single-threaded ones bit for bit).
+#include <doctest/doctest.h>
+
+#include <luminal/luminal.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#ifdef LUMINAL_QUANT_X86
+
+namespace {
+
+using luminal::cpu::quant::Isa;
+
+struct GemmCase {
+    std::int64_t m, k, n;
+    bool transposed_a;  // A stored [k, m]: column stride 1 is false
+    std::int64_t b_padding;  // B's row stride is k + this
+};
+
+std::vector<float> gemm_random(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+void check_gemm_case(Isa isa, const GemmCase& c, luminal::cpu::ThreadPool* pool) {
+    CAPTURE(luminal::cpu::quant::name_of(isa));
+    CAPTURE(c.m);
+    CAPTURE(c.k);
+    CAPTURE(c.n);
+    CAPTURE(c.transposed_a);
+    CAPTURE(c.b_padding);
+    const std::int64_t ldb = c.k + c.b_padding;
+    const std::vector<float> a = gemm_random(static_cast<std::size_t>(c.m * c.k), 1);
+    const std::vector<float> b = gemm_random(static_cast<std::size_t>(c.n * ldb), 2);
+    const std::int64_t rs = c.transposed_a ? 1 : c.k, cs = c.transposed_a ? c.m : 1;
+    REQUIRE(luminal::cpu::gemm_detail::applies(isa, c.m, c.k, 1));
+
+    std::vector<float> got(static_cast<std::size_t>(c.m * c.n), NAN), single(got.size(), NAN);
+    luminal::cpu::gemm_detail::GemmScratch scratch;
+    luminal::cpu::gemm_detail::rowwise_gemm(isa, a.data(), c.m, c.k, rs, cs, b.data(), c.n, ldb, single.data(), c.n,
+                                            scratch, nullptr);
+    luminal::cpu::gemm_detail::rowwise_gemm(isa, a.data(), c.m, c.k, rs, cs, b.data(), c.n, ldb, got.data(), c.n,
+                                            scratch, pool);
+    for (std::int64_t i = 0; i < c.m; ++i)
+        for (std::int64_t j = 0; j < c.n; ++j) {
+            double want = 0, scale = 0;
+            for (std::int64_t q = 0; q < c.k; ++q) {
+                const double x = a[static_cast<std::size_t>(i * rs + q * cs)], w = b[static_cast<std::size_t>(j * ldb + q)];
+                want += x * w;
+                scale += std::fabs(x * w);
+            }
+            const float value = got[static_cast<std::size_t>(i * c.n + j)];
+            INFO("out[" << i << ", " << j << "] = " << value << ", want " << want);
+            REQUIRE(std::fabs(value - want) <= 1e-5 * scale + 1e-7);
+            REQUIRE(value == single[static_cast<std::size_t>(i * c.n + j)]);
+        }
+}
+
+}  // namespace
+
+TEST_CASE("the in-place f32 GEMM matches a float64 product on every instruction set") {
+    const GemmCase cases[] = {
+        {2, 3, 1, false, 0},      // the fewest rows it takes; one column
+        {7, 64, 5, false, 3},     // a partial panel and a partial tile, padded B rows
+        {16, 96, 16, false, 0},   // whole panels and tiles (AVX-512)
+        {17, 769, 33, false, 0},  // depth past one block of q; partial everything
+        {45, 1024, 40, false, 0}, // B rows 4 KiB apart: the copied-tile path
+        {24, 50, 27, true, 0},    // A transposed
+        {130, 1600, 70, false, 512},  // three blocks of q, a 2 KiB-multiple stride
+    };
+    luminal::cpu::ThreadPool pool(3);
+    for (Isa isa : {Isa::Avx2, Isa::Avx512Vnni}) {
+        if (!luminal::cpu::quant::supports(isa)) continue;
+        for (const GemmCase& c : cases) check_gemm_case(isa, c, &pool);
+    }
+}
+
+TEST_CASE("the in-place f32 GEMM is not taken for one row, strided B columns, or the scalar kernels") {
+    CHECK_FALSE(luminal::cpu::gemm_detail::applies(Isa::Avx2, 1, 64, 1));
+    CHECK_FALSE(luminal::cpu::gemm_detail::applies(Isa::Avx2, 8, 64, 4));
+    CHECK_FALSE(luminal::cpu::gemm_detail::applies(Isa::Scalar, 8, 64, 1));
+    CHECK_FALSE(luminal::cpu::gemm_detail::applies(Isa::Avx2, 8, 0, 1));
+}
+
+#endif
