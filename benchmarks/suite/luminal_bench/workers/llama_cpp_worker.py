@@ -21,8 +21,12 @@ def main() -> None:
                           n_threads=args.threads, n_threads_batch=args.threads, logits_all=False, verbose=False)
     load_ms = ms_since(start)
 
+    n_vocab = llm.n_vocab()
+
+    # The context's logits: one row, the last evaluated position's (only it asks for logits).
+    # Llama.eval no longer copies them into Llama.scores without logits_all (0.3.x).
     def pick() -> int:
-        return int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        return int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,))))
 
     def prefill(ids: list[int]) -> int:
         llm.eval(ids)
