@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -301,4 +303,75 @@ TEST_CASE("CpuRuntime: threads and instruction set as asked; one this CPU lacks 
     if (!luminal::cpu::quant::supports(Isa::Avx512Vnni))
         CHECK_THROWS_WITH_AS(luminal::CpuRuntime(luminal::CpuOptions{1, Isa::Avx512Vnni}),
                              doctest::Contains("cannot run the avx512vnni kernels"), luminal::Error);
+}
+
+namespace {
+
+// Random blocks of a 32-element format: scales in [0.01, 0.1) (Q4_1's and Q5_1's
+// minimums in [-0.1, 0.1)), every quant and fifth bit random.
+template <QuantFormat F>
+std::vector<std::byte> random_long_blocks(std::int64_t rows, std::int64_t blocks, std::mt19937& rng) {
+    namespace q = luminal::cpu::quant;
+    std::vector<std::byte> out(static_cast<std::size_t>(rows * blocks * q::block_bytes<F>));
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(0.01f, 0.1f), minimum(-0.1f, 0.1f);
+    auto put_f16 = [](std::byte* p, float v) {
+        const std::uint16_t bits = luminal::f32_to_f16_bits(v);
+        std::memcpy(p, &bits, sizeof bits);
+    };
+    for (std::int64_t b = 0; b < rows * blocks; ++b) {
+        std::byte* block = out.data() + b * q::block_bytes<F>;
+        for (std::int64_t i = 0; i < q::block_bytes<F>; ++i) block[i] = static_cast<std::byte>(byte(rng));
+        put_f16(block, scale(rng));
+        if constexpr (q::has_offset<F>) put_f16(block + 2, minimum(rng));
+    }
+    return out;
+}
+
+template <QuantFormat F>
+void check_long_rows(Isa isa) {
+    namespace q = luminal::cpu::quant;
+    constexpr std::int64_t rows = 6, blocks = 19, k = blocks * 32;  // two groups of 8 blocks, then 3 alone
+    std::mt19937 rng(7);
+    const std::vector<std::byte> w = random_long_blocks<F>(rows, blocks, rng);
+    std::vector<float> a(static_cast<std::size_t>(5 * k));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& v : a) v = u(rng);
+    for (std::int64_t m : {1, 5}) {
+        CAPTURE(m);
+        q::Q8Rows x;
+        q::size_rows(m, k, x);
+        q::quantize_rows(a.data(), k, k, 0, m, x);
+        std::vector<float> got(static_cast<std::size_t>(m * rows));
+        q::q8_product<F>(isa, q::ProductTask{w.data(), blocks * q::block_bytes<F>, k, 0, rows, got.data(), rows}, x);
+        for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < rows; ++j) {
+                double want = 0, scale = 0;
+                for (std::int64_t b = 0; b < blocks; ++b) {
+                    float decoded[32];
+                    q::decode_block<F>(w.data() + (j * blocks + b) * q::block_bytes<F>, decoded);
+                    const std::int8_t* quants = x.quants(i, b);
+                    for (int e = 0; e < 32; ++e) {
+                        const double term = double(decoded[e]) * x.scale[i * blocks + b] * quants[e];
+                        want += term;
+                        scale += std::fabs(term);
+                    }
+                }
+                INFO("row " << i << ", output " << j);
+                CHECK(std::fabs(got[static_cast<std::size_t>(i * rows + j)] - want) <= 1e-5 * scale);
+            }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("Q8 block products of rows longer than a group of 8 blocks match float64 sums of the decoded blocks") {
+    for (Isa isa : isas_here()) {
+        CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
+        check_long_rows<QuantFormat::Q8_0>(isa);
+        check_long_rows<QuantFormat::Q4_0>(isa);
+        check_long_rows<QuantFormat::Q4_1>(isa);
+        check_long_rows<QuantFormat::Q5_0>(isa);
+        check_long_rows<QuantFormat::Q5_1>(isa);
+    }
 }

@@ -51,16 +51,65 @@ LUMINAL_AVX2 inline __m256i block_values(const std::byte* block) {
     }
 }
 
+// The f16 at byte 0 of 8 consecutive blocks (`first`, then every
+// block_bytes<F>) as 8 floats: one gather of the dwords there, their low halves.
+template <QuantFormat F>
+LUMINAL_AVX2 inline __m256 f16_of_8_blocks(const std::byte* first) {
+    const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm256_set1_epi32(static_cast<int>(block_bytes<F>)));
+    const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(first), at, 1);
+    const __m256i halves = _mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
+                                                                       -1, -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1,
+                                                                       -1, -1, -1, -1, -1));
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(halves, 0b1000)));
+}
+
+// [sum of d[0]'s lanes, .., sum of d[7]'s lanes].
+LUMINAL_AVX2 inline __m256i lane_sums_of_8(const __m256i* d) {
+    const __m256i low = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+    const __m256i high = _mm256_hadd_epi32(_mm256_hadd_epi32(d[4], d[5]), _mm256_hadd_epi32(d[6], d[7]));
+    return _mm256_set_m128i(_mm_add_epi32(_mm256_castsi256_si128(high), _mm256_extracti128_si256(high, 1)),
+                            _mm_add_epi32(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
+}
+
 // R activation rows starting at i0 times weight row w: out[r * out_stride].
-// One body for both ISAs: Dot is dot_avx2 or dot_vnni. Even and odd blocks
-// accumulate apart, so a single row (decode) is not bound by the latency of
-// one chain of FMAs.
+// One body for both ISAs: Dot is dot_avx2 or dot_vnni. Blocks go in groups of
+// 8: their integer sums are reduced to one lane per block, so the scales (a
+// gather of the 8 weight scales, the activations' as loaded) and offsets are
+// applied 8 blocks per instruction rather than one scalar at a time. The last
+// blocks go one by one, even and odd apart, so a single row (decode) is not
+// bound by the latency of one chain of FMAs.
 #define LUMINAL_Q8_ROWS_BODY(DOT)                                                                         \
-    __m256 acc[R][2];                                                                                     \
+    __m256 acc[R][2], grouped[R];                                                                         \
     float offset[R][2];                                                                                   \
-    for (int r = 0; r < R; ++r)                                                                           \
+    for (int r = 0; r < R; ++r) {                                                                         \
+        grouped[r] = _mm256_setzero_ps();                                                                 \
         for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_setzero_ps(), offset[r][h] = 0;                    \
-    for (std::int64_t b = 0; b < x.blocks; ++b) {                                                         \
+    }                                                                                                     \
+    std::int64_t b = 0;                                                                                   \
+    for (; b + 8 <= x.blocks; b += 8) {                                                                   \
+        const std::byte* first = w + b * block_bytes<F>;                                                  \
+        __m256i values[8];                                                                                \
+        for (int g = 0; g < 8; ++g) values[g] = block_values<F>(first + g * block_bytes<F>);              \
+        const __m256 dw = f16_of_8_blocks<F>(first);                                                      \
+        [[maybe_unused]] const __m256 mw = has_offset<F> ? f16_of_8_blocks<F>(first + 2) : dw;            \
+        for (int r = 0; r < R; ++r) {                                                                     \
+            const std::int64_t at = (i0 + r) * x.blocks + b;                                              \
+            __m256i dots[8];                                                                              \
+            for (int g = 0; g < 8; ++g)                                                                   \
+                dots[g] = DOT<F>(values[g],                                                               \
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + (at + g) * 32))); \
+            const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(x.scale.data() + at));                \
+            grouped[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_sums_of_8(dots)), scale, grouped[r]);    \
+            [[maybe_unused]] const __m256 sums = _mm256_loadu_ps(x.sum.data() + at);                      \
+            if constexpr (F == QuantFormat::Q4_0)                                                         \
+                grouped[r] = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(8), dw), sums, grouped[r]);    \
+            if constexpr (F == QuantFormat::Q5_0)                                                         \
+                grouped[r] = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(16), dw), sums, grouped[r]);   \
+            if constexpr (has_offset<F>) grouped[r] = _mm256_fmadd_ps(mw, sums, grouped[r]);              \
+        }                                                                                                 \
+    }                                                                                                     \
+    for (; b < x.blocks; ++b) {                                                                           \
         const int h = static_cast<int>(b & 1);                                                            \
         const std::byte* block = w + b * block_bytes<F>;                                                  \
         const __m256i values = block_values<F>(block);                                                    \
@@ -77,7 +126,8 @@ LUMINAL_AVX2 inline __m256i block_values(const std::byte* block) {
         }                                                                                                 \
     }                                                                                                     \
     for (int r = 0; r < R; ++r)                                                                           \
-        out[r * out_stride] = hsum(_mm256_add_ps(acc[r][0], acc[r][1])) + (offset[r][0] + offset[r][1]);
+        out[r * out_stride] = hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), grouped[r])) +      \
+                              (offset[r][0] + offset[r][1]);
 
 template <QuantFormat F, int R>
 LUMINAL_AVX2 void q8_rows_avx2(const std::byte* w, const Q8Rows& x, std::int64_t i0, float* out,
