@@ -80,10 +80,10 @@ LUMINAL_AVX2 inline __m256i lane_sums_of_8(const __m256i* d) {
 // blocks go one by one, even and odd apart, so a single row (decode) is not
 // bound by the latency of one chain of FMAs.
 #define LUMINAL_Q8_ROWS_BODY(DOT)                                                                         \
-    __m256 acc[R][2], grouped[R];                                                                         \
+    __m256 acc[R][2], grouped[R], grouped_offset[R];                                                      \
     float offset[R][2];                                                                                   \
     for (int r = 0; r < R; ++r) {                                                                         \
-        grouped[r] = _mm256_setzero_ps();                                                                 \
+        grouped[r] = grouped_offset[r] = _mm256_setzero_ps();                                             \
         for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_setzero_ps(), offset[r][h] = 0;                    \
     }                                                                                                     \
     std::int64_t b = 0;                                                                                   \
@@ -92,7 +92,12 @@ LUMINAL_AVX2 inline __m256i lane_sums_of_8(const __m256i* d) {
         __m256i values[8];                                                                                \
         for (int g = 0; g < 8; ++g) values[g] = block_values<F>(first + g * block_bytes<F>);              \
         const __m256 dw = f16_of_8_blocks<F>(first);                                                      \
-        [[maybe_unused]] const __m256 mw = has_offset<F> ? f16_of_8_blocks<F>(first + 2) : dw;            \
+        /* times the activations' sums: Q4_0's -8 d, Q5_0's -16 d, the minimum m */                         \
+        [[maybe_unused]] const __m256 offset_scale =                                                      \
+            F == QuantFormat::Q4_0 ? _mm256_mul_ps(_mm256_set1_ps(-8), dw)                                \
+            : F == QuantFormat::Q5_0 ? _mm256_mul_ps(_mm256_set1_ps(-16), dw)                             \
+            : has_offset<F>          ? f16_of_8_blocks<F>(first + 2)                                      \
+                                     : dw;                                                                \
         for (int r = 0; r < R; ++r) {                                                                     \
             const std::int64_t at = (i0 + r) * x.blocks + b;                                              \
             __m256i dots[8];                                                                              \
@@ -101,12 +106,9 @@ LUMINAL_AVX2 inline __m256i lane_sums_of_8(const __m256i* d) {
                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + (at + g) * 32))); \
             const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(x.scale.data() + at));                \
             grouped[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_sums_of_8(dots)), scale, grouped[r]);    \
-            [[maybe_unused]] const __m256 sums = _mm256_loadu_ps(x.sum.data() + at);                      \
-            if constexpr (F == QuantFormat::Q4_0)                                                         \
-                grouped[r] = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(8), dw), sums, grouped[r]);    \
-            if constexpr (F == QuantFormat::Q5_0)                                                         \
-                grouped[r] = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(16), dw), sums, grouped[r]);   \
-            if constexpr (has_offset<F>) grouped[r] = _mm256_fmadd_ps(mw, sums, grouped[r]);              \
+            if constexpr (F != QuantFormat::Q8_0)                                                         \
+                grouped_offset[r] =                                                                       \
+                    _mm256_fmadd_ps(offset_scale, _mm256_loadu_ps(x.sum.data() + at), grouped_offset[r]);  \
         }                                                                                                 \
     }                                                                                                     \
     for (; b < x.blocks; ++b) {                                                                           \
@@ -126,7 +128,8 @@ LUMINAL_AVX2 inline __m256i lane_sums_of_8(const __m256i* d) {
         }                                                                                                 \
     }                                                                                                     \
     for (int r = 0; r < R; ++r)                                                                           \
-        out[r * out_stride] = hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), grouped[r])) +      \
+        out[r * out_stride] = hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]),                     \
+                                                 _mm256_add_ps(grouped[r], grouped_offset[r]))) +         \
                               (offset[r][0] + offset[r][1]);
 
 template <QuantFormat F, int R>
