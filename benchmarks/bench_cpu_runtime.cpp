@@ -2,6 +2,9 @@
 //  * a 256x256x256 Matmul program (Input, Input, Matmul, Output) against
 //    plain Eigen on the same matrices: the runtime's overhead around the GEMM
 //    (binding views, the output copy);
+//  * a linear layer's product, 128 tokens x 768 -> 2048 (a weight [2048, 768]
+//    as stored), on one thread, against Eigen's row-major x * w^T: the GEMM
+//    that reads weight rows in place (cpu_gemm.hpp);
 //  * silu(x) * y over 1M f32 elements as one FusedElementwise node against the
 //    same graph run as separate primitives (program_of): what fusion saves.
 // Prints median ratios (run with --benchmark_repetitions=N for medians).
@@ -48,12 +51,49 @@ void BM_CpuMatmul(benchmark::State& state) {
     gemm.sources = {0, 1};
     p.nodes.push_back(std::move(gemm));
     p.nodes.push_back(node(symbol_of(luminal::OpKind::Output), {plain}, {2}, sq, out.id()));
-    luminal::CpuRuntime rt;
+    luminal::CpuRuntime rt(luminal::CpuOptions{1});  // one thread, as the Eigen peer
     rt.load(p);
     rt.set_data(a, random_values(kSize * kSize));
     rt.set_data(b, random_values(kSize * kSize));
     for (auto _ : state) rt.execute({});
     state.SetItemsProcessed(state.iterations() * 2LL * kSize * kSize * kSize);
+}
+
+constexpr int kTokens = 128, kIn = 768, kOut = 2048;
+
+void BM_CpuLinear(benchmark::State& state) {
+    luminal::Graph g;
+    auto x = g.tensor({kTokens, kIn}), w = g.tensor({kOut, kIn});
+    auto out = g.tensor({kTokens, kOut}).output();
+    using luminal::symbol_of;
+    luminal::ShapeTracker xs(luminal::Shape{kTokens, kIn}), ws(luminal::Shape{kOut, kIn}), os(luminal::Shape{kTokens, kOut});
+    luminal::Program p;
+    p.nodes.push_back(node(symbol_of(luminal::OpKind::Input), {}, {}, luminal::Shape{kTokens, kIn}, x.id()));
+    p.nodes.push_back(node(symbol_of(luminal::OpKind::Input), {}, {}, luminal::Shape{kOut, kIn}, w.id()));
+    luminal::ProgramNode product;
+    product.spec = luminal::NodeSpec::backend(luminal::MatmulOp{}, {xs, ws}, luminal::Shape{kTokens, kOut},
+                                              luminal::DType::F32);
+    product.sources = {0, 1};
+    p.nodes.push_back(std::move(product));
+    p.nodes.push_back(node(symbol_of(luminal::OpKind::Output), {os}, {2}, luminal::Shape{kTokens, kOut}, out.id()));
+    luminal::CpuRuntime rt(luminal::CpuOptions{1});
+    rt.load(p);
+    rt.set_data(x, random_values(kTokens * kIn));
+    rt.set_data(w, random_values(kOut * kIn));
+    for (auto _ : state) rt.execute({});
+    state.SetItemsProcessed(state.iterations() * 2LL * kTokens * kIn * kOut);
+}
+
+void BM_EigenLinear(benchmark::State& state) {
+    using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const RowMajor x = Eigen::Map<RowMajor>(random_values(kTokens * kIn).data(), kTokens, kIn);
+    const RowMajor w = Eigen::Map<RowMajor>(random_values(kOut * kIn).data(), kOut, kIn);
+    RowMajor out(kTokens, kOut);
+    for (auto _ : state) {
+        out.noalias() = x * w.transpose();
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.SetItemsProcessed(state.iterations() * 2LL * kTokens * kIn * kOut);
 }
 
 void BM_EigenMatmul(benchmark::State& state) {
@@ -116,6 +156,8 @@ void BM_CpuSiluMulPrimitives(benchmark::State& state) {
 
 BENCHMARK(BM_CpuMatmul)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EigenMatmul)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CpuLinear)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EigenLinear)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CpuSiluMulFused)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CpuSiluMulPrimitives)->Unit(benchmark::kMicrosecond);
 
@@ -123,5 +165,6 @@ BENCHMARK(BM_CpuSiluMulPrimitives)->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
     return luminal_bench::run_with_ratios(
-        argc, argv, {{"BM_CpuMatmul", "BM_EigenMatmul"}, {"BM_CpuSiluMulFused", "BM_CpuSiluMulPrimitives"}});
+        argc, argv, {{"BM_CpuMatmul", "BM_EigenMatmul"}, {"BM_CpuLinear", "BM_EigenLinear"},
+                     {"BM_CpuSiluMulFused", "BM_CpuSiluMulPrimitives"}});
 }

@@ -20,8 +20,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Setting:
     """One measurement point: prompt length, decode steps and, when given, the thread count
-    every path is asked to use (absent: peers are pinned to one thread and ours gets no
-    --threads flag, as it runs on one thread without one)."""
+    every path is asked to use (absent: every path runs on one thread)."""
     prompt_tokens: int
     decode_tokens: int
     threads: int | None = None

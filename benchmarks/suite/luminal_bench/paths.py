@@ -45,8 +45,8 @@ def _generate(job: Job, extra: list[str]) -> list[str]:
                "--context", str(len(job.prompt_ids) + job.decode_tokens + 8), *extra]
     if job.dtype != "f32":
         command += ["--weights", job.dtype]
-    # Passed only when the setting asks for threads: a binary without the flag gives a failed row.
-    return command + (["--threads", str(job.threads)] if job.threads else [])
+    # Always passed: without it generate takes every core, and peers run on one thread unless asked.
+    return command + ["--threads", str(job.threads or 1)]
 
 
 def _worker(module: str, job: Job, mode: str = "eager", device: str = "cpu") -> list[str]:

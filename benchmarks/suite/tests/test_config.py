@@ -21,7 +21,7 @@ class ConfigTest(unittest.TestCase):
                                                       "threads": [1, 2]}]))
         self.assertEqual([(s.prompt_tokens, s.threads) for s in parsed.settings], [(8, 1), (8, 2), (16, 1), (16, 2)])
 
-    def test_threads_absent_means_one_thread_and_no_flag(self):
+    def test_threads_absent_means_one_thread(self):
         setting = config.parse("t", minimal()).settings[0]
         self.assertIsNone(setting.threads)
         self.assertEqual(setting.effective_threads, 1)

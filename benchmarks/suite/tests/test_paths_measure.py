@@ -11,8 +11,10 @@ def job(threads):
 
 
 class PathsTest(unittest.TestCase):
-    def test_ours_gets_threads_only_when_the_setting_asks(self):
-        self.assertNotIn("--threads", PATHS["ours-cpu"].command(job(None)))
+    def test_ours_runs_on_one_thread_unless_the_setting_asks_for_more(self):
+        # generate alone would take every core while the peers run on one
+        command = PATHS["ours-cpu"].command(job(None))
+        self.assertEqual(command[command.index("--threads") + 1], "1")
         command = PATHS["ours-cpu"].command(job(2))
         self.assertEqual(command[command.index("--threads") + 1], "2")
 

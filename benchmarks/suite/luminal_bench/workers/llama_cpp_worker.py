@@ -38,7 +38,8 @@ def main() -> None:
 
     result = measure(llm.reset, prefill, step, args.prompt_ids, args.iters, args.decode_tokens)
     result.update(path="llama.cpp", model=Path(args.model).name, device="cpu",
-                  dtype="GGUF weights as stored (llama.cpp kernels), f32 activations", load_ms=load_ms,
+                  dtype="GGUF weights as stored (llama.cpp kernels, activations rounded to 8-bit blocks)",
+                  load_ms=load_ms,
                   threads=args.threads, versions={"llama_cpp_python": llama_cpp.__version__},
                   system_info=llama_cpp.llama_print_system_info().decode(errors="replace").strip())
     emit(result)
