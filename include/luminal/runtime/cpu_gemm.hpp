@@ -6,9 +6,7 @@
 // A, the smaller operand (the tokens), is copied transposed into panels of one
 // vector of rows (16 on AVX-512, 8 on AVX2), zero-padded. A tile multiplies
 // one panel by kTileRows rows of B: per step of q, one vector load of the
-// panel and a broadcast of each B row's value into its own accumulator. B's
-// rows are addressed in groups of four (a base pointer plus 0-3 row strides),
-// which keeps the loop's pointers in registers. Sums
+// panel and a broadcast of each B row's value into its own accumulator. Sums
 // run in q order (in blocks of kDepthBlock, added to the output), so results
 // do not depend on the thread count.
 // The instruction sets are the quantized kernels' (chosen at run time); on
@@ -78,53 +76,37 @@ inline bool applies(quant::Isa isa, std::int64_t m, std::int64_t k, std::int64_t
     return isa != quant::Isa::Scalar && m >= kMinRows && k > 0 && b_cs == 1;
 }
 
+// A tile (one panel times ROWS rows of B) for both instruction sets: V is the
+// vector type, P its intrinsics' prefix, LANES its floats. B's rows are
+// addressed in groups of four (a base pointer plus 0-3 row strides), which
+// keeps the loop's pointers in registers.
+#define LUMINAL_GEMM_TILE_BODY(V, P, LANES, ROWS)                                         \
+    V acc[ROWS];                                                                          \
+    _Pragma("GCC unroll 16") for (int i = 0; i < ROWS; ++i) acc[i] = P##_setzero_ps();    \
+    const float* groups[ROWS / 4];                                                        \
+    for (int g = 0; g < ROWS / 4; ++g) groups[g] = b + 4 * g * ldb;                       \
+    for (std::int64_t q = 0; q < k; ++q) {                                                \
+        const V x = P##_loadu_ps(panel + q * LANES);                                      \
+        _Pragma("GCC unroll 4") for (int g = 0; g < ROWS / 4; ++g) {                      \
+            const float* p = groups[g] + q;                                               \
+            _Pragma("GCC unroll 4") for (int s = 0; s < 4; ++s)                           \
+                acc[4 * g + s] = P##_fmadd_ps(x, P##_set1_ps(p[s * ldb]), acc[4 * g + s]); \
+        }                                                                                 \
+    }                                                                                     \
+    alignas(64) float sums[ROWS * LANES];                                                 \
+    _Pragma("GCC unroll 16") for (int i = 0; i < ROWS; ++i) P##_store_ps(sums + i * LANES, acc[i]); \
+    store_tile(sums, LANES, c, ldc, rows, cols, accumulate);
+
 LUMINAL_VNNI inline void tile_avx512(const float* panel, const float* b, std::int64_t ldb, std::int64_t k, float* c,
                                      std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate) {
-    constexpr int kRows = 16;
-    __m512 acc[kRows];
-#pragma GCC unroll 16
-    for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
-    const float* groups[kRows / 4];
-    for (int g = 0; g < kRows / 4; ++g) groups[g] = b + 4 * g * ldb;
-    for (std::int64_t q = 0; q < k; ++q) {
-        const __m512 x = _mm512_loadu_ps(panel + q * 16);
-#pragma GCC unroll 4
-        for (int g = 0; g < kRows / 4; ++g) {
-            const float* p = groups[g] + q;
-#pragma GCC unroll 4
-            for (int s = 0; s < 4; ++s)
-                acc[4 * g + s] = _mm512_fmadd_ps(x, _mm512_set1_ps(p[s * ldb]), acc[4 * g + s]);
-        }
-    }
-    alignas(64) float sums[kRows * 16];
-#pragma GCC unroll 16
-    for (int i = 0; i < kRows; ++i) _mm512_store_ps(sums + i * 16, acc[i]);
-    store_tile(sums, 16, c, ldc, rows, cols, accumulate);
+    LUMINAL_GEMM_TILE_BODY(__m512, _mm512, 16, 16)
 }
 
 LUMINAL_AVX2 inline void tile_avx2(const float* panel, const float* b, std::int64_t ldb, std::int64_t k, float* c,
                                    std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate) {
-    constexpr int kRows = 12;
-    __m256 acc[kRows];
-#pragma GCC unroll 12
-    for (int i = 0; i < kRows; ++i) acc[i] = _mm256_setzero_ps();
-    const float* groups[kRows / 4];
-    for (int g = 0; g < kRows / 4; ++g) groups[g] = b + 4 * g * ldb;
-    for (std::int64_t q = 0; q < k; ++q) {
-        const __m256 x = _mm256_loadu_ps(panel + q * 8);
-#pragma GCC unroll 3
-        for (int g = 0; g < kRows / 4; ++g) {
-            const float* p = groups[g] + q;
-#pragma GCC unroll 4
-            for (int s = 0; s < 4; ++s)
-                acc[4 * g + s] = _mm256_fmadd_ps(x, _mm256_set1_ps(p[s * ldb]), acc[4 * g + s]);
-        }
-    }
-    alignas(32) float sums[kRows * 8];
-#pragma GCC unroll 12
-    for (int i = 0; i < kRows; ++i) _mm256_store_ps(sums + i * 8, acc[i]);
-    store_tile(sums, 8, c, ldc, rows, cols, accumulate);
+    LUMINAL_GEMM_TILE_BODY(__m256, _mm256, 8, 12)
 }
+#undef LUMINAL_GEMM_TILE_BODY
 
 // out[i * ldc + j] for i < m, j < n; A is m x k with strides (rs, cs); B's
 // rows j are b + j * ldb, contiguous; pool (or null) splits B's rows.
