@@ -248,24 +248,38 @@ LUMINAL_AVX2 inline void decode_block_avx2(const std::byte* block, __m256* out) 
     }
 }
 
-// f32 activations, 4 rows at a time, times weight rows [j_begin, j_end); two
-// accumulators per row so that one row is not bound by FMA latency.
+// Any format's block as block_elements<F> floats.
+template <QuantFormat F>
+LUMINAL_AVX2 inline void decode_floats_avx2(const std::byte* block, float* out) {
+    if constexpr (is_k_format<F>) {
+        decode_k_block_avx2<F>(block, out);
+    } else {
+        __m256 values[4];
+        decode_block_avx2<F>(block, values);
+        for (int c = 0; c < 4; ++c) _mm256_storeu_ps(out + 8 * c, values[c]);
+    }
+}
+
+// f32 activations, 4 rows per decoded block, times weight rows [j_begin, j_end);
+// two accumulators per row so that one row is not bound by FMA latency.
 template <QuantFormat F>
 LUMINAL_AVX2 void f32_product_avx2(const ProductTask& t, const float* x, std::int64_t m, std::int64_t x_stride) {
     constexpr int kMaxRows = 4;
+    constexpr std::int64_t elements = block_elements<F>;
+    alignas(32) float decoded[elements];
     for (std::int64_t i0 = 0; i0 < m; i0 += kMaxRows) {
         const int rows = static_cast<int>(std::min<std::int64_t>(kMaxRows, m - i0));
         for (std::int64_t j = t.j_begin; j < t.j_end; ++j) {
             const std::byte* w = t.weight + j * t.row_bytes;
             __m256 acc[kMaxRows][2];
             for (int r = 0; r < rows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-            for (std::int64_t b = 0; b < t.k / kQuantBlock; ++b) {
-                __m256 values[4];
-                decode_block_avx2<F>(w + b * block_bytes<F>, values);
+            for (std::int64_t b = 0; b < t.k / elements; ++b) {
+                decode_floats_avx2<F>(w + b * block_bytes<F>, decoded);
                 for (int r = 0; r < rows; ++r) {
-                    const float* xr = x + (i0 + r) * x_stride + b * kQuantBlock;
-                    for (int c = 0; c < 4; ++c)
-                        acc[r][c & 1] = _mm256_fmadd_ps(values[c], _mm256_loadu_ps(xr + 8 * c), acc[r][c & 1]);
+                    const float* xr = x + (i0 + r) * x_stride + b * elements;
+                    for (int c = 0; c < elements / 8; ++c)
+                        acc[r][c & 1] = _mm256_fmadd_ps(_mm256_load_ps(decoded + 8 * c), _mm256_loadu_ps(xr + 8 * c),
+                                                        acc[r][c & 1]);
                 }
             }
             for (int r = 0; r < rows; ++r) t.out[(i0 + r) * t.out_stride + j] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
@@ -276,12 +290,9 @@ LUMINAL_AVX2 void f32_product_avx2(const ProductTask& t, const float* x, std::in
 template <QuantFormat F>
 LUMINAL_AVX2 void decode_rows_avx2(const ProductTask& t, float* panel) {
     for (std::int64_t j = t.j_begin; j < t.j_end; ++j)
-        for (std::int64_t b = 0; b < t.k / kQuantBlock; ++b) {
-            __m256 values[4];
-            decode_block_avx2<F>(t.weight + j * t.row_bytes + b * block_bytes<F>, values);
-            float* to = panel + (j - t.j_begin) * t.k + b * kQuantBlock;
-            for (int c = 0; c < 4; ++c) _mm256_storeu_ps(to + 8 * c, values[c]);
-        }
+        for (std::int64_t b = 0; b < t.k / block_elements<F>; ++b)
+            decode_floats_avx2<F>(t.weight + j * t.row_bytes + b * block_bytes<F>,
+                                  panel + (j - t.j_begin) * t.k + b * block_elements<F>);
 }
 
 }  // namespace simd_detail
@@ -312,11 +323,7 @@ void q8_product(Isa isa, const ProductTask& t, const Q8Rows& x) {
 template <QuantFormat F>
 void f32_product(Isa isa, const ProductTask& t, const float* x, std::int64_t m, std::int64_t x_stride) {
 #ifdef LUMINAL_QUANT_X86
-    if constexpr (is_k_format<F>) {
-        if (isa != Isa::Scalar) return simd_detail::k_f32_product_avx2<F>(t, x, m, x_stride);
-    } else {
-        if (isa != Isa::Scalar) return simd_detail::f32_product_avx2<F>(t, x, m, x_stride);
-    }
+    if (isa != Isa::Scalar) return simd_detail::f32_product_avx2<F>(t, x, m, x_stride);
 #endif
     (void)isa;
     f32_product_scalar<F>(t, x, m, x_stride);
@@ -325,11 +332,7 @@ void f32_product(Isa isa, const ProductTask& t, const float* x, std::int64_t m, 
 template <QuantFormat F>
 void decode_rows(Isa isa, const ProductTask& t, float* panel) {
 #ifdef LUMINAL_QUANT_X86
-    if constexpr (is_k_format<F>) {
-        if (isa != Isa::Scalar) return simd_detail::k_decode_rows_avx2<F>(t, panel);
-    } else {
-        if (isa != Isa::Scalar) return simd_detail::decode_rows_avx2<F>(t, panel);
-    }
+    if (isa != Isa::Scalar) return simd_detail::decode_rows_avx2<F>(t, panel);
 #endif
     (void)isa;
     decode_rows_scalar<F>(t, panel);

@@ -13,7 +13,7 @@
 //    own int8 scale, which AVX2 applies in vpmaddwd (i16 pairs times the
 //    scale) and VNNI by an i32 multiply of vpdpbusd's sums.
 // With f32 activations a super-block is decoded to 256 floats on the stack
-// (bit-exact with io's decoders) and multiplied, up to 4 rows per decode.
+// (bit-exact with io's decoders); cpu_quant_simd.hpp's f32 product multiplies up to 4 rows per decode.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -187,39 +187,6 @@ LUMINAL_AVX2 void decode_k_block_avx2(const std::byte* block, float* out) {
             }
         }
     }
-}
-
-// f32 activations, 4 rows per decoded super-block, times weight rows [j_begin, j_end).
-template <QuantFormat F>
-LUMINAL_AVX2 void k_f32_product_avx2(const ProductTask& t, const float* x, std::int64_t m, std::int64_t x_stride) {
-    constexpr int kMaxRows = 4;
-    alignas(32) float decoded[kMaxBlockElements];
-    for (std::int64_t i0 = 0; i0 < m; i0 += kMaxRows) {
-        const int rows = static_cast<int>(std::min<std::int64_t>(kMaxRows, m - i0));
-        for (std::int64_t j = t.j_begin; j < t.j_end; ++j) {
-            const std::byte* w = t.weight + j * t.row_bytes;
-            __m256 acc[kMaxRows][2];
-            for (int r = 0; r < rows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-            for (std::int64_t b = 0; b < t.k / kMaxBlockElements; ++b) {
-                decode_k_block_avx2<F>(w + b * block_bytes<F>, decoded);
-                for (int r = 0; r < rows; ++r) {
-                    const float* xr = x + (i0 + r) * x_stride + b * kMaxBlockElements;
-                    for (int c = 0; c < kMaxBlockElements / 8; ++c)
-                        acc[r][c & 1] = _mm256_fmadd_ps(_mm256_load_ps(decoded + 8 * c), _mm256_loadu_ps(xr + 8 * c),
-                                                        acc[r][c & 1]);
-                }
-            }
-            for (int r = 0; r < rows; ++r) t.out[(i0 + r) * t.out_stride + j] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
-        }
-    }
-}
-
-template <QuantFormat F>
-LUMINAL_AVX2 void k_decode_rows_avx2(const ProductTask& t, float* panel) {
-    for (std::int64_t j = t.j_begin; j < t.j_end; ++j)
-        for (std::int64_t b = 0; b < t.k / kMaxBlockElements; ++b)
-            decode_k_block_avx2<F>(t.weight + j * t.row_bytes + b * block_bytes<F>,
-                                   panel + (j - t.j_begin) * t.k + b * kMaxBlockElements);
 }
 
 }  // namespace simd_detail
