@@ -15,7 +15,10 @@
 #include <CLI/CLI.hpp>
 #include <luminal/cuda.hpp>
 #include <luminal/luminal.hpp>
+#include <luminal/cuda/plan_report.hpp>
+#include <luminal/cuda/step_transfers.hpp>
 #include <luminal/nn/sampling.hpp>
+#include <luminal/nn/step_floor.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,11 +67,70 @@ struct Args {
     bool ignore_eos = false;
     bool raw_ids = false;
     luminal::DType weights = luminal::DType::F32;
+    std::optional<luminal::DType> kv_dtype;  // unset: bf16 on CUDA, f32 on the CPU
     std::string device = "cpu";
     std::size_t threads = 0;
     bool dequantize = false;
     bool q8_activations = true;
+    bool plan_only = false;
+    std::int64_t cached = -1;  // -1: half the context
+    std::int64_t new_tokens = 1;
+    double bandwidth = luminal::cuda::DeviceSpec{}.bandwidth;
+    int multiprocessors = luminal::cuda::DeviceSpec{}.multiprocessors;
 };
+
+// The config of a model directory (config.json is enough) or a GGUF file.
+luminal::io::ModelConfig config_of(const std::filesystem::path& model) {
+    if (std::filesystem::is_directory(model)) return luminal::io::load_model_config(model);
+    return luminal::io::gguf_model_config(luminal::io::GgufFile::open(model).view());
+}
+
+luminal::DType kv_dtype_of(const Args& args) {
+    return args.kv_dtype.value_or(args.device == "cuda" ? luminal::DType::BF16 : luminal::DType::F32);
+}
+
+// --plan-only: compiles the model for the CUDA backend, without a device or
+// weights, and prints the launches of one step of --new-tokens tokens after
+// --cached ones with their modelled cost against the memory floor.
+int plan(const Args& args) {
+    const luminal::io::ModelConfig config = config_of(args.model);
+    luminal::nn::ModelOptions model_options;
+    model_options.context = args.context;
+    model_options.weight_dtype = args.weights;
+    model_options.last_logits_only = true;
+    model_options.kv_dtype = kv_dtype_of(args);
+    model_options.sample_in_graph = true;
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, model_options);
+    luminal::CompileOptions options;
+    options.search_candidates = args.search;
+    options.seed = args.seed;
+    const auto compile_start = Clock::now();
+    luminal::nn::Session session(model, luminal::cuda::HostEmulator{}, options);
+    const double compile_ms = ms_since(compile_start);
+    const std::int64_t cached = args.cached >= 0 ? args.cached : args.context / 2;
+    luminal::check(cached + args.new_tokens <= args.context, "generate", "--cached {} + --new-tokens {} exceed --context {}",
+                   cached, args.new_tokens, args.context);
+    luminal::DynMap dims;
+    dims.set('s', args.new_tokens);
+    dims.set('p', cached);
+    luminal::cuda::PlanReportOptions report_options;
+    report_options.device.bandwidth = args.bandwidth;
+    report_options.device.multiprocessors = args.multiprocessors;
+    report_options.layers = static_cast<std::int64_t>(config.layers.size());
+    report_options.floor_bytes = luminal::nn::step_floor_bytes(model, cached, args.new_tokens);
+    // A step after the one before it: the new tokens' ids go up, the id the graph picks comes back.
+    luminal::DynMap previous;
+    previous.set('s', args.new_tokens);
+    previous.set('p', std::max<std::int64_t>(cached - args.new_tokens, 0));
+    const auto ids_bytes = static_cast<std::size_t>(args.new_tokens) * sizeof(std::int32_t);
+    report_options.host_device_bytes =
+        static_cast<double>(luminal::cuda::step_transfer_bytes(previous, dims, ids_bytes, sizeof(std::int32_t)));
+    const luminal::Program& program = session.report().program.for_dims(dims);
+    const luminal::cuda::PlanReport report = luminal::cuda::plan_report(program, dims, report_options);
+    std::printf("%s", report.to_string().c_str());
+    std::printf("COMPILE: %.2f ms\n", compile_ms);
+    return 0;
+}
 
 // CPU threads the runtime computes on (0 for a device runtime).
 template <typename Runtime>
@@ -92,6 +155,8 @@ int run(const Args& args, Runtime runtime) {
     if (!args.dequantize && args.device == "cpu") model_options.quantized = pretrained.quantized_weights();
     model_options.q8_activations = args.q8_activations;
     model_options.last_logits_only = true;  // the sampler reads the last position only
+    model_options.kv_dtype = kv_dtype_of(args);
+    model_options.sample_in_graph = args.device == "cuda";  // only the token's id comes back from the device
     luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, model_options);
     luminal::CompileOptions options;
     options.search_candidates = args.search;
@@ -123,14 +188,19 @@ int run(const Args& args, Runtime runtime) {
     const std::vector<bool> pickable =
         args.raw_ids ? std::vector<bool>{} : luminal::nn::decodable_ids(tokenizer, config.vocab_size);
 
+    if (model.sampling) session.set_sampling(args.temperature, args.top_k, args.seed, pickable);
     std::vector<double> ttft_samples;
     std::int32_t token = 0;
     for (int i = 0; i < args.iters; ++i) {
         session.reset();
         luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed, pickable);
         const auto start = Clock::now();
-        const std::vector<float> logits = session.forward(prompt);
-        token = sampler(std::span(logits).subspan(logits.size() - vocab, vocab));
+        if (model.sampling) {
+            token = session.next(prompt);
+        } else {
+            const std::vector<float> logits = session.forward(prompt);
+            token = sampler(std::span(logits).subspan(logits.size() - vocab, vocab));
+        }
         ttft_samples.push_back(ms_since(start));
     }
 
@@ -144,8 +214,8 @@ int run(const Args& args, Runtime runtime) {
     while (std::cmp_less(generated_ids.size(), args.max_tokens) && session.position() < args.context &&
            (args.ignore_eos || std::find(stops.begin(), stops.end(), token) == stops.end())) {
         const auto start = Clock::now();
-        const std::vector<float> logits = session.forward(std::vector<std::int32_t>{token});
-        token = sampler(logits);
+        const std::vector<std::int32_t> next{token};
+        token = model.sampling ? session.next(next) : sampler(session.forward(next));
         const double step_ms = ms_since(start);
         if (generated_ids.size() > 1) tpot_samples.push_back(step_ms);  // the first decode step warms up
         generated_ids.push_back(token);
@@ -177,6 +247,7 @@ int run(const Args& args, Runtime runtime) {
         {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}, {"prompt_ids", prompt},
         {"generated_ids", generated_ids}, {"threads", threads_of(session.runtime())},
         {"quantized_matrices", model_options.quantized.size()}, {"q8_activations", args.q8_activations},
+        {"kv_dtype", luminal::name_of(model_options.kv_dtype)}, {"sampled_in_graph", model_options.sample_in_graph},
         {"rss_after_load_mb", rss_after_load_mb}, {"rss_end_mb", rss_end_mb}, {"rss_peak_mb", rss_peak_mb}};
     std::printf("BENCH_RESULT %s\n", result.dump().c_str());
     return 0;
@@ -187,7 +258,7 @@ int run(const Args& args, Runtime runtime) {
 int main(int argc, char** argv) {
     CLI::App app{"Generate text with a Llama 3, Qwen3, Qwen3-MoE, Gemma 3 or Gemma 4 model on the CPU or a CUDA GPU"};
     Args args;
-    app.add_option("--model", args.model, "Hugging Face model directory or .gguf file")
+    app.add_option("--model", args.model, "Hugging Face model directory (config.json alone for --plan-only) or .gguf file")
         ->required()
         ->check(CLI::ExistingPath);
     auto* prompt_text = app.add_option("--prompt", args.prompt, "prompt text");
@@ -211,6 +282,8 @@ int main(int argc, char** argv) {
         {"f32", luminal::DType::F32}, {"f16", luminal::DType::F16}, {"bf16", luminal::DType::BF16}};
     app.add_option("--weights", args.weights, "dtype the weight matrices are kept in (f16/bf16: computed in f32)")
         ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
+    app.add_option("--kv-dtype", args.kv_dtype, "dtype of the KV cache (default: bf16 on cuda, f32 on cpu)")
+        ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
     app.add_option("--device", args.device, "cpu, or cuda (the GPU's driver is loaded at run time)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_option("--threads", args.threads, "CPU threads (0: the machine's hardware threads)");
@@ -219,8 +292,21 @@ int main(int argc, char** argv) {
     app.add_option("--activations", args.q8_activations,
                    "q8: products with quantized weights round activations to 8-bit blocks (as llama.cpp); f32: exact")
         ->transform(CLI::CheckedTransformer(activation_kinds, CLI::ignore_case));
+    app.add_flag("--plan-only", args.plan_only,
+                 "print the CUDA plan of one step (launches, bytes, modelled time against the memory floor); "
+                 "needs no GPU and no weights");
+    app.add_option("--cached", args.cached, "--plan-only: tokens already in the KV cache (default: half the context)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--new-tokens", args.new_tokens, "--plan-only: tokens of the planned step")->check(CLI::PositiveNumber);
+    app.add_option("--bandwidth", args.bandwidth, "--plan-only: DRAM bytes/s the floor and the cost model assume")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--sms", args.multiprocessors, "--plan-only: the GPU's multiprocessors")->check(CLI::PositiveNumber);
     CLI11_PARSE(app, argc, argv);
     try {
+        if (args.plan_only) {
+            luminal::check(args.device == "cuda", "generate", "--plan-only plans for the CUDA backend: add --device cuda");
+            return plan(args);
+        }
         if (args.device == "cuda") return run(args, luminal::cuda::CudaRuntime{});
         return run(args, luminal::CpuRuntime(luminal::CpuOptions{.threads = args.threads}));
     } catch (const luminal::Error& error) {

@@ -152,7 +152,7 @@ Comparison check_random_candidates(const Graph& graph, R runtime, const Candidat
     if (saturation.stop != egraph::StopReason::Saturated)
         c.failures.push_back("saturation stopped early:\n" + saturation.to_string());
     const auto workloads = costing_workloads({}, graph.dyn_map());
-    egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, workloads, runtime.cost_model()),
+    egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, workloads, runtime.cost_model(), h.roots),
                                          options.seed);
     std::vector<egraph::Choice> seen{generator.base()};
     std::mt19937_64 rng(options.seed + 1);

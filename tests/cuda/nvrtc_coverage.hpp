@@ -15,6 +15,15 @@
 
 namespace luminal_test {
 
+// Whether this build must compile generated kernels with NVRTC (the Toolkit was found), or may where NVRTC loads.
+inline bool nvrtc_expected() {
+#ifdef LUMINAL_HAS_CUDA_TOOLKIT
+    return true;
+#else
+    return luminal::cuda::Nvrtc::available();
+#endif
+}
+
 class NvrtcCoverage {
 public:
     static NvrtcCoverage& get() {
@@ -24,6 +33,8 @@ public:
     void compile(const luminal::cuda::Plan& plan) {
         if (!enabled_) return;
         for (const std::string& source : luminal::cuda::plan_sources(plan))
+            if (sources_.insert(source).second) luminal::cuda::Nvrtc::get().compile(source, 90);
+        for (const std::string& source : luminal::cuda::group_sources(plan))
             if (sources_.insert(source).second) luminal::cuda::Nvrtc::get().compile(source, 90);
     }
     ~NvrtcCoverage() {

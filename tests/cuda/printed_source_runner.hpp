@@ -30,6 +30,7 @@ inline constexpr std::string_view kCudaHostShim = R"SHIM(#include <bit>
 #include <math.h>
 #include <ucontext.h>
 #include <vector>
+#define LUMINAL_HOST_SHIM
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -37,6 +38,7 @@ inline constexpr std::string_view kCudaHostShim = R"SHIM(#include <bit>
 #define __align__(n) alignas(n)
 struct luminal_dim3 { unsigned x = 0, y = 0, z = 0; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) float4 { float x, y, z, w; };
 namespace luminal_shim {
 namespace {  // internal: each compiled module keeps its own state
 inline luminal_dim3 block_index, block_dim, grid_dim, thread_index;
@@ -156,6 +158,14 @@ inline __half __float2half_rn(float f) { __half h; h.bits = luminal_shim::f16_bi
 inline float __bfloat162float(__nv_bfloat16 h) { return std::bit_cast<float>((std::uint32_t)h.bits << 16); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { __nv_bfloat16 h; h.bits = luminal_shim::bf16_bits(f); return h; }
 inline float __int_as_float(int i) { return std::bit_cast<float>(i); }
+inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
+inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
+inline __half __ushort_as_half(unsigned short bits) { __half h; h.bits = bits; return h; }
+// A block's dynamic shared memory: blocks run one after another, so one static buffer serves them.
+inline float* luminal_dynamic_shared() {
+  alignas(16) static float storage[1 << 18];
+  return storage;
+}
 inline void __syncthreads() { luminal_shim::wait(luminal_shim::whole); }
 template <typename T>
 T __shfl_xor_sync(unsigned, T value, int lane_mask) {
@@ -180,6 +190,14 @@ inline int atomicMax(int* at, int value) {
   if (value > old) *at = value;
   return old;
 }
+template <typename T>
+T atomicAdd(T* at, T value) {
+  const T old = *at;
+  *at = old + value;
+  return old;
+}
+// Blocks run one after another, so every write is seen by the next block.
+inline void __threadfence() {}
 )SHIM";
 
 // The sources of one plan, compiled for the host; entries by (source, entry name).
@@ -267,9 +285,9 @@ private:
 class PrintedSourceExecutor {
 public:
     static constexpr unsigned kGrid = 3, kBlock = 64;
+    static constexpr int kMultiprocessors = 2;
 
     // Compiled on first use: the search loads candidates it only prices.
-    void prepare(const luminal::cuda::Plan& plan) { prepare(luminal::cuda::plan_sources(plan)); }
     void prepare(std::vector<std::string> sources) {
         sources_ = std::move(sources);
         module_.reset();
@@ -300,12 +318,24 @@ public:
         buffers.out = luminal::host_buffer_from_bytes(buffers.out.dtype, write[0].data(), buffers.out.size());
     }
 
+    // A custom kernel (GEMV, attention, ...) on the grid it asks for on a device of kMultiprocessors
+    // SMs (its layout may depend on the grid), with a zeroed scratch buffer where it keeps one.
+    void run(const luminal::cuda::CustomKernel& k, const luminal::cuda::KernelBuffers& buffers) {
+        std::vector<std::vector<std::byte>> data;
+        data.push_back(luminal::host_buffer_to_bytes(buffers.out));
+        for (const luminal::HostBuffer* in : buffers.inputs) data.push_back(luminal::host_buffer_to_bytes(*in));
+        if (const std::size_t scratch = k.scratch_bytes(buffers.dims)) data.emplace_back(scratch, std::byte{0});
+        const unsigned grid = k.geometry(buffers.dims, kMultiprocessors).grid;
+        if (grid > 0) call(k.source(), k.entry(), data, buffers, grid);
+        buffers.out = luminal::host_buffer_from_bytes(buffers.out.dtype, data[0].data(), buffers.out.size());
+    }
+
     std::size_t sources_compiled() const { return module_ ? sources_.size() : 0; }
 
 private:
     // Runs `entry` over buffers `data` (in the kernel's parameter order), then dims, fault and node.
     void call(const std::string& source, std::string_view entry, std::vector<std::vector<std::byte>>& data,
-              const luminal::cuda::KernelBuffers& buffers) {
+              const luminal::cuda::KernelBuffers& buffers, unsigned grid = kGrid) {
         if (!module_) module_ = std::make_unique<PrintedSourceModule>(sources_);
         std::array<std::int64_t, luminal::cuda::kDimSlots> dims{};
         for (auto [c, v] : buffers.dims.entries()) dims[static_cast<std::size_t>(luminal::cuda::dim_slot(c))] = v;
@@ -316,7 +346,7 @@ private:
         args.push_back(dims.data());
         args.push_back(fault.data());
         args.push_back(&node);
-        luminal::check(module_->entry(source, entry)(kGrid, kBlock, args.data()), "printed source",
+        luminal::check(module_->entry(source, entry)(grid, kBlock, args.data()), "printed source",
                        "{}: the block's threads wait at a barrier that not all of them reach", entry);
         luminal::check(fault[0] == 0, "printed source", "kernel fault {} (value {}, limit {})", fault[0], fault[2], fault[3]);
     }

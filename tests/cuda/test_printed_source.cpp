@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <deque>
 #include <filesystem>
+#include <map>
 #include <luminal/cuda.hpp>
 #include <luminal/luminal.hpp>
 #include <vector>
@@ -24,11 +26,30 @@ std::vector<float> wave(std::size_t n, double phase) {
     return v;
 }
 
-// Every thread layout of the plan's reductions and row kernels, printed and run on the host, against the interpreter.
-void check_every_layout(const cuda::Plan& plan, const std::vector<const HostBuffer*>& inputs, const DynMap& dims) {
+// Every thread layout of the emulator's reductions and row kernels, printed and run on the host, against the
+// interpreter. `bound` gives the data of each Input by label; a Constant input holds its value.
+void check_every_layout(const luminal_test::PrintedSourceEmulator& rt, const std::map<std::string, const HostBuffer*>& bound,
+                        const DynMap& dims) {
+    const cuda::Plan& plan = rt.plan();
+    const std::vector<ProgramNode>& nodes = rt.nodes();
     std::vector<cuda::Kernel> variants;
-    for (const cuda::PlannedNode& p : plan.nodes) {
+    std::vector<std::vector<const HostBuffer*>> variant_inputs;
+    std::deque<HostBuffer> constants;
+    for (std::uint32_t id = 0; id < nodes.size(); ++id) {
+        const cuda::PlannedNode& p = plan.nodes[id];
         if (!p.kernel || p.kernel->shape == cuda::Kernel::Shape::Elementwise) continue;
+        std::vector<const HostBuffer*> inputs;
+        for (std::uint32_t s : nodes[id].sources) {
+            const NodeSpec& source = nodes[s].spec;
+            if (source.kind == symbol_of(OpKind::Constant)) {
+                HostBuffer& c = constants.emplace_back(source.dtype, 1);
+                c.store_double(0, source.op.value);
+                inputs.push_back(&c);
+            } else {
+                REQUIRE(source.kind == symbol_of(OpKind::Input));
+                inputs.push_back(bound.at(source.op.label));
+            }
+        }
         const bool row = p.kernel->shape == cuda::Kernel::Shape::Row;
         for (auto strategy : {cuda::ReduceStrategy::ThreadPerOutput, cuda::ReduceStrategy::WarpPerOutput,
                               cuda::ReduceStrategy::BlockPerOutput}) {
@@ -36,6 +57,7 @@ void check_every_layout(const cuda::Plan& plan, const std::vector<const HostBuff
             cuda::Kernel k = *p.kernel;
             k.strategy = strategy;
             variants.push_back(k);
+            variant_inputs.push_back(inputs);
         }
     }
     REQUIRE_FALSE(variants.empty());
@@ -43,12 +65,12 @@ void check_every_layout(const cuda::Plan& plan, const std::vector<const HostBuff
     for (const cuda::Kernel& k : variants) sources.push_back(cuda::kernel_source(k));
     luminal_test::PrintedSourceExecutor printed;
     printed.prepare(sources);
-    for (const cuda::Kernel& k : variants) {
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+        const cuda::Kernel& k = variants[v];
         CAPTURE(cuda::name_of(k.strategy));
         CAPTURE(static_cast<int>(k.shape));
-        REQUIRE(k.inputs.size() <= inputs.size());
-        for (std::size_t i = 0; i < k.inputs.size(); ++i) REQUIRE(k.inputs[i] == inputs[i]->dtype);
-        const std::vector<const HostBuffer*> ins(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(k.inputs.size()));
+        const std::vector<const HostBuffer*>& ins = variant_inputs[v];
+        for (std::size_t i = 0; i < k.inputs.size(); ++i) REQUIRE(k.inputs[i] == ins[i]->dtype);
         const auto n = static_cast<std::size_t>(k.count.eval(dims));
         HostBuffer want(k.out, n), got(k.out, n);
         cuda::interpret(k, cuda::KernelBuffers{ins, want, dims});
@@ -66,7 +88,7 @@ TEST_CASE("printed row kernels and reductions, every thread layout, equal the in
         x.softmax(-1).output();
         auto rt = g.compile(luminal_test::PrintedSourceEmulator{});
         const HostBuffer xs = host_buffer_from_values(DType::F32, std::span<const float>(wave(5 * 150, 0.3)));
-        check_every_layout(rt.plan(), {&xs}, g.dyn_map());
+        check_every_layout(rt, {{"x", &xs}}, g.dyn_map());
     }
     SUBCASE("RMSNorm with bf16 weights") {
         Graph g;
@@ -76,13 +98,7 @@ TEST_CASE("printed row kernels and reductions, every thread layout, equal the in
         auto rt = g.compile(luminal_test::PrintedSourceEmulator{});
         const HostBuffer xs = host_buffer_from_values(DType::F32, std::span<const float>(wave(4 * 96, 0.1)));
         const HostBuffer ws = host_buffer_from_values(DType::BF16, std::span<const float>(wave(96, 1.7)));
-        // The row kernel reads x and w in the order its inputs were absorbed.
-        const cuda::Plan& plan = rt.plan();
-        std::vector<const HostBuffer*> inputs;
-        for (const cuda::PlannedNode& p : plan.nodes)
-            if (p.kernel && p.kernel->shape == cuda::Kernel::Shape::Row)
-                for (DType t : p.kernel->inputs) inputs.push_back(t == DType::BF16 ? &ws : &xs);
-        check_every_layout(plan, inputs, g.dyn_map());
+        check_every_layout(rt, {{"x", &xs}, {"w", &ws}}, g.dyn_map());
     }
     SUBCASE("a sum over a middle axis and a max over the last") {
         const HostBuffer xs = host_buffer_from_values(DType::F32, std::span<const float>(wave(3 * 41 * 5, 0.9)));
@@ -92,7 +108,7 @@ TEST_CASE("printed row kernels and reductions, every thread layout, equal the in
             auto x = g.named_tensor("x", {3, 41, 5});
             (axis == 1 ? x.sum(1) : x.max(2)).output();
             auto rt = g.compile(luminal_test::PrintedSourceEmulator{});
-            check_every_layout(rt.plan(), {&xs}, g.dyn_map());
+            check_every_layout(rt, {{"x", &xs}}, g.dyn_map());
         }
     }
 }

@@ -12,7 +12,7 @@ using namespace luminal;
 namespace {
 
 egraph::Choice cheapest(const egraph::HlirEGraph& h, const DynMap& dims = {}) {
-    return egraph::extract_min_cost(h.graph, h.ctx, costing_workloads({}, dims), CostModel{});
+    return egraph::extract_min_cost(h.graph, h.ctx, costing_workloads({}, dims), CostModel{}, h.roots);
 }
 
 std::size_t count_kind(const Program& p, std::uint16_t kind) {

@@ -116,7 +116,7 @@ TEST_CASE("a rule with named pieces, class facts and a right-hand side: exact ro
         HlirEGraph h;
         build_egraph(cx, h);
         saturate(h.graph, h.ctx, RuleSet<RoundTripCast>{});
-        const Program p = lower(h.graph, h.ctx, extract_min_cost(h.graph, h.ctx, costing_workloads({}, {}), CostModel{}), h.roots);
+        const Program p = lower(h.graph, h.ctx, extract_min_cost(h.graph, h.ctx, costing_workloads({}, {}), CostModel{}, h.roots), h.roots);
         std::size_t casts = 0;
         for (const ProgramNode& n : p.nodes) casts += n.spec.kind == sym(OpKind::Cast);
         CHECK(casts == (c.vanishes ? 0 : 2));

@@ -43,7 +43,7 @@ Tally check_candidates(luminal::Graph& g, const std::vector<GraphTensor>& output
     egraph::HlirEGraph h;
     egraph::build_egraph(g, h);
     egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
-    egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}),
+    egraph::CandidateGenerator generator(h, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}, h.roots),
                                          5);
     std::vector<egraph::Choice> pool{generator.base()};
     std::mt19937_64 rng(2);
@@ -110,7 +110,7 @@ TEST_CASE("cpu candidates: a bf16 weight widened for its matmul is read as store
         egraph::build_egraph(g, h);
         egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
         const luminal::Program p = egraph::lower(
-            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}), h.roots);
+            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}, h.roots), h.roots);
         INFO(p.to_string());
         bool narrow_matmul = false, cast = false;
         for (const auto& n : p.nodes) {

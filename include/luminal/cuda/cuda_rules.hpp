@@ -5,7 +5,10 @@
 // prologue; an elementwise result with the per-row values it reads as one
 // row kernel (row_fusion.hpp); a Matmul of two matrices of one float dtype
 // also through cuBLASLt. The search profiles the alternatives.
+#include "luminal/cuda/attention_rules.hpp"
 #include "luminal/cuda/blas_matmul_op.hpp"
+#include "luminal/cuda/gemv_rules.hpp"
+#include "luminal/cuda/write_at_rules.hpp"
 #include "luminal/cuda/reduce_op.hpp"
 #include "luminal/cuda/row_fusion.hpp"
 #include "luminal/egraph/core_rules.hpp"
@@ -112,6 +115,7 @@ struct MatmulThroughBlas {
 using CudaRules = concat_t<CoreRules, LoweringRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
-                                   RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>>;
+                                   RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>,
+                           GemvRules, RegionRules, RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax>>;
 
 }  // namespace luminal::egraph

@@ -3,26 +3,30 @@
 // NVRTC for the device's architecture (cached in memory and on disk), Matmuls
 // the rules gave to cuBLASLt run there, intermediate results live in one
 // arena placed by liveness, each carried Scatter (a KV cache write) writes
-// into its input's buffer, and an execution whose launches (grids, buffers,
-// library calls) match an earlier one's replays a captured CUDA graph: the
-// dims live in device memory, so a decode step whose grids did not change
-// replays without re-capture. Memory and grids are planned for the dims
-// rounded up to powers of two (kernels stride over any grid), so the decode
-// steps of one such bucket enqueue equal work and replay one graph.
-// execute() returns when the outputs are ready and reports a kernel's fault
-// (a gather index out of range, say) as an Error naming the node; a fault
-// that poisons the context is a FatalError naming the last kernel enqueued
-// (LUMINAL_CUDA_SYNC=1 synchronises after every launch to name the one that
-// faulted), and the runtime refuses to run after it. Constructing one
-// without a usable device is an Error starting "no CUDA device".
+// into its input's buffer. A program's specializations (a decode step's
+// program for s = 1) are loaded beside it over the same input buffers, and
+// each execution runs the one its dims match.
+//
+// A step costs the host little: memory and grids are planned for the dims
+// rounded up to powers of two (kernels stride over any grid), so the launch
+// list is built once per such bucket and replayed as one captured CUDA graph;
+// the dims live in device memory and only the slots that changed are
+// uploaded; small inputs go up and small outputs (a sampled token) come back
+// through pinned memory inside the step's one synchronisation, with the fault
+// code. execute() returns when the outputs are ready and reports a kernel's
+// fault (a gather index out of range, say) as an Error naming the node; a
+// fault that poisons the context is a FatalError naming the last kernel
+// enqueued (LUMINAL_CUDA_SYNC=1 synchronises after every launch to name the
+// one that faulted), and the runtime refuses to run after it. Constructing
+// one without a usable device is an Error starting "no CUDA device".
 #include <array>
-#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "luminal/cuda/cublaslt.hpp"
@@ -31,7 +35,9 @@
 #include "luminal/cuda/device_model.hpp"
 #include "luminal/cuda/driver.hpp"
 #include "luminal/cuda/kernel_modules.hpp"
-#include "luminal/cuda/plan.hpp"
+#include "luminal/cuda/launch_groups.hpp"
+#include "luminal/cuda/launch_plan.hpp"
+#include "luminal/cuda/step_transfers.hpp"
 #include "luminal/runtime/host_buffer_io.hpp"
 #include "luminal/runtime/runtime.hpp"
 
@@ -40,17 +46,23 @@ namespace luminal::cuda {
 class CudaRuntime {
 public:
     using Rules = egraph::CudaRules;
+    static constexpr bool runs_specializations = true;
 
-    CudaRuntime() : driver_(&Driver::get()) {
+    explicit CudaRuntime(DeviceSpec device = {}) : driver_(&Driver::get()), device_(device) {
         driver_->check_usable();
         driver_->make_current();
+        device_.multiprocessors = driver_->multiprocessors();
         const char* sync = std::getenv("LUMINAL_CUDA_SYNC");
         sync_each_launch_ = sync && *sync && std::string_view(sync) != "0";
         check_call(api().stream_create(&stream_, kStreamNonBlocking), "cuStreamCreate");
         check_call(api().event_create(&start_, 0), "cuEventCreate");
         check_call(api().event_create(&stop_, 0), "cuEventCreate");
-        dims_buffer_.reserve(kDimSlots * sizeof(std::int64_t));
+        dims_buffer_.reserve(sizeof(DimSlots));
         fault_buffer_.reserve(4 * sizeof(std::int64_t));
+        check_call(api().memset_d8_async(dims_buffer_.ptr(), 0, sizeof(DimSlots), stream_), "cuMemsetD8Async");
+        check_call(api().memset_d8_async(fault_buffer_.ptr(), 0, 4 * sizeof(std::int64_t), stream_), "cuMemsetD8Async");
+        check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+        step_pinned_.reserve(sizeof(DimSlots) + kFaultCodeBytes);
     }
     CudaRuntime(CudaRuntime&& o) noexcept { swap(o); }
     CudaRuntime& operator=(CudaRuntime&& o) noexcept {
@@ -61,64 +73,35 @@ public:
     CudaRuntime& operator=(const CudaRuntime&) = delete;
     ~CudaRuntime() {
         if (!driver_) return;
-        clear_graphs();
+        variants_.clear();
         if (start_) api().event_destroy(start_);
         if (stop_) api().event_destroy(stop_);
         if (stream_) api().stream_destroy(stream_);
     }
 
-    CostModel cost_model() const { return device_cost_model(); }
+    CostModel cost_model() const { return device_cost_model(device_); }
 
     void load(const Program& program, InputBinding binding = InputBinding::Drop) {
-        std::vector<std::optional<Input>> kept(program.nodes.size());
-        if (binding == InputBinding::Keep)
-            for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
-                if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(inputs_[*old]);
         driver_->check_usable();
-        plan_ = plan_program(program);
-        nodes_ = program.nodes;
+        check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+        variants_.clear();
+        for (const Program& s : program.specializations) add_variant(s);
+        add_variant(program);
+        std::map<NodeId, Input> kept;
+        if (binding == InputBinding::Keep)
+            for (auto& [hlir, input] : inputs_)
+                if (const NodeSpec* spec = input_spec(hlir); spec && spec->dtype == input.dtype) kept.emplace(hlir, std::move(input));
         inputs_ = std::move(kept);
-        outputs_.clear();
-        outputs_.resize(nodes_.size());
-        numel_.assign(nodes_.size(), 0);
-        planned_.assign(nodes_.size(), 0);
-        arena_plan_.reset();
-        executed_ = false;
-        clear_graphs();
-        const int arch = driver_->compute_capability();
-        functions_.assign(nodes_.size(), {});
-        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
-            const PlannedNode& p = plan_.nodes[id];
-            const std::string kernel = label(id);
-            if (p.kernel) {
-                functions_[id][0] = KernelModules::get().function(kernel_source(*p.kernel), kernel_entry(*p.kernel), arch, kernel);
-                if (auto vector = vector_kernel_source(*p.kernel))
-                    functions_[id][3] = KernelModules::get().function(*vector, kReduceEntry, arch, kernel);
-            }
-            if (p.scatter) {
-                const std::string source = kernel_source(*p.scatter);
-                functions_[id][1] = KernelModules::get().function(source, kScatterClaimEntry, arch, kernel);
-                functions_[id][2] = KernelModules::get().function(source, kScatterWriteEntry, arch, kernel);
-            }
-            if (p.role == PlannedNode::Role::HostOp)
-                check(nodes_[id].spec.payload_as<BlasMatmulOp>() != nullptr, "CudaRuntime::load",
-                      "node {}: cannot run op '{}' on CUDA (no kernel and no host implementation)", id,
-                      nodes_[id].spec.op.name());
-            if (p.role == PlannedNode::Role::Constant) {
-                HostBuffer c(nodes_[id].spec.dtype, 1);
-                c.store_double(0, nodes_[id].spec.op.value);
-                bind_input(id, host_buffer_to_bytes(c), 1);
-            }
-        }
+        last_ = kNone;
+        ++generation_;
     }
 
     void set_data(const GraphTensor& t, const std::vector<float>& values) { set_values(t, std::span(values)); }
     template <typename T>
     void set_data(const GraphTensor& t, const std::vector<T>& values) { set_values(t, std::span(values)); }
     void set_bytes(const GraphTensor& t, std::span<const std::byte> bytes) {
-        const std::uint32_t index = input_index(nodes_, t.id());
-        const std::size_t count = byte_input_count(nodes_[index].spec, bytes.size(), index);
-        bind_input(index, std::vector<std::byte>(bytes.begin(), bytes.end()), count);
+        const NodeSpec& spec = bound_input(t);
+        bind_input(t.id(), spec, bytes, byte_input_count(spec, bytes.size(), t.id()));
     }
 
     void execute(const DynMap& dims) { run(dims, false); }
@@ -135,35 +118,53 @@ public:
     std::vector<float> get_f32(const GraphTensor& t) const { return get<float>(t); }
     template <typename T>
     std::vector<T> get(const GraphTensor& t) const {
-        const std::uint32_t id = output_index(nodes_, t.graph(), t.id());
-        const auto [ptr, count] = output_data(id);
-        std::vector<std::byte> bytes(static_cast<std::size_t>(count) * size_of(nodes_[id].spec.dtype));
+        check(last_ != kNone, "get", "output node {} has not been computed; call execute first", t.id());
+        const Variant& v = variants_[last_];
+        const std::uint32_t id = output_index(v.nodes, t.graph(), t.id());
+        const DType dtype = v.nodes[id].spec.dtype;
+        const auto count = static_cast<std::size_t>(v.numel[id]);
+        if (v.prefetch_offset[id] != kNone)
+            return host_buffer_values<T>(host_buffer_from_bytes(dtype, v.prefetched.data() + v.prefetch_offset[id], count));
+        std::vector<std::byte> bytes(count * size_of(dtype));
         if (!bytes.empty()) {
-            check_call(api().memcpy_dtoh_async(bytes.data(), ptr, bytes.size(), stream_), "cuMemcpyDtoHAsync");
+            check_call(api().memcpy_dtoh_async(bytes.data(), data_of(v, id), bytes.size(), stream_), "cuMemcpyDtoHAsync");
             check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+            host_device_bytes_ += bytes.size();
         }
-        return host_buffer_values<T>(host_buffer_from_bytes(nodes_[id].spec.dtype, bytes.data(), static_cast<std::size_t>(count)));
+        return host_buffer_values<T>(host_buffer_from_bytes(dtype, bytes.data(), count));
     }
 
     bool updates_in_place(const GraphTensor& output) const {
-        return plan_.nodes[output_index(nodes_, output.graph(), output.id())].aliases_source;
+        return std::all_of(variants_.begin(), variants_.end(), [&](const Variant& v) {
+            return v.plan.nodes[output_index(v.nodes, output.graph(), output.id())].aliases_source;
+        });
     }
     const std::string& device_name() const { return driver_->device_name(); }
+    const DeviceSpec& device() const { return device_; }
     std::size_t graph_replays() const { return graph_replays_; }
     std::size_t graph_captures() const { return graph_captures_; }
+    // Bytes moved between host and device since construction (weights included).
+    std::size_t host_device_bytes() const { return host_device_bytes_; }
 
 private:
+    static constexpr std::size_t kNone = ~std::size_t{0};
+    static constexpr std::size_t kPinnedInputBytes = 1u << 16;  // per-step inputs this small are staged in pinned memory
+    static constexpr std::size_t kDefaultSharedBytes = 48u << 10;  // dynamic shared memory a kernel gets without asking
+
     struct Input {
         DeviceBuffer buffer;
+        DType dtype = DType::F32;
         std::int64_t count = 0;
+        PinnedBuffer staging;
+        bool staging_in_flight = false;
     };
-    // One unit of work an execution enqueues; equal lists enqueue equal work.
+    // One unit of work an execution enqueues, with its buffers' addresses.
     struct Launch {
         enum class Kind : std::uint8_t { Kernel, Memset, Copy, Blas } kind = Kind::Kernel;
         CuFunction function = nullptr;
         unsigned grid = 0, block = 0;
-        std::array<std::uint64_t, 12> args{};
-        std::uint8_t arg_count = 0;
+        std::size_t shared = 0;  // dynamic shared memory
+        std::vector<std::uint64_t> args;  // each parameter's value (an int's in the low bytes)
         int node = 0;
         CuDevicePtr dst = 0, src = 0;
         std::size_t bytes = 0;
@@ -172,247 +173,371 @@ private:
         friend bool operator==(const Launch&, const Launch&) = default;
     };
     struct CapturedGraph {
-        std::vector<Launch> launches;
         CuGraph graph = nullptr;
         CuGraphExec exec = nullptr;
+        const DriverApi* api = nullptr;
+        CapturedGraph() = default;
+        CapturedGraph(const CapturedGraph&) = delete;
+        CapturedGraph& operator=(const CapturedGraph&) = delete;
+        CapturedGraph(CapturedGraph&& o) noexcept { *this = std::move(o); }
+        CapturedGraph& operator=(CapturedGraph&& o) noexcept {
+            std::swap(graph, o.graph);
+            std::swap(exec, o.exec);
+            std::swap(api, o.api);
+            return *this;
+        }
+        ~CapturedGraph() {
+            if (exec) api->graph_exec_destroy(exec);
+            if (graph) api->graph_destroy(graph);
+        }
     };
-    static constexpr unsigned kBlock = 256;
+    // The work of one launch signature (bucket and dims-dependent choices),
+    // built once, and the graph captured the second time it runs.
+    struct Work {
+        std::vector<Launch> launches;
+        std::uint64_t generation = 0;  // of the buffer addresses it holds
+        std::size_t runs = 0;
+        std::optional<CapturedGraph> graph;
+    };
+    struct Variant {
+        DynMap fixed;
+        Plan plan;
+        std::vector<ProgramNode> nodes;
+        std::vector<std::array<CuFunction, kEntries>> functions;
+        std::vector<CuFunction> group_functions;  // by plan group
+        std::vector<std::uint32_t> dynamic_inputs;  // Input nodes whose shape uses a dim
+        std::vector<std::uint32_t> outputs;          // Output nodes
+        std::vector<std::uint32_t> choices;          // nodes whose launch depends on the exact dims
+        bool exact_dims = false;                     // a cuBLASLt call takes the exact sizes
+        std::vector<std::int64_t> numel, planned;
+        DynMap planned_for;  // the bucket numel/planned/the arena plan are for
+        std::optional<ArenaPlan> arena_plan;
+        std::vector<std::size_t> winner_of;
+        std::vector<DeviceBuffer> output_buffers;
+        std::vector<DeviceBuffer> scratch;  // by node: a custom kernel's memory kept between executions
+        std::vector<std::size_t> prefetch_offset;  // by node: where a small output lands in `prefetched`
+        PinnedBuffer prefetched;
+        std::map<std::vector<std::int64_t>, Work> work;
+    };
 
     const DriverApi& api() const { return driver_->api(); }
     void check_call(CuResult r, std::string_view call) const { driver_->check_call(r, call); }
-    std::string label(std::uint32_t id) const { return fmt::format("node {} ({})", id, nodes_[id].spec.op.name()); }
-
-    // The dims memory and grids are planned for: each rounded up to a power of two.
-    static DynMap size_bucket(const DynMap& dims) {
-        DynMap bucket;
-        for (auto [c, v] : dims.entries())
-            bucket.set(c, v > 1 ? static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(v))) : v);
-        return bucket;
-    }
-    static std::int64_t numel_at(const Shape& shape, const DynMap& dims) {
-        std::int64_t n = 1;
-        for (auto& d : shape) n *= std::max<std::int64_t>(d.eval(dims), 0);
-        return n;
-    }
+    std::string label(const Variant& v, std::uint32_t id) const { return fmt::format("node {} ({})", id, v.nodes[id].spec.op.name()); }
 
     void swap(CudaRuntime& o) noexcept {
         std::swap(driver_, o.driver_);
+        std::swap(device_, o.device_);
         std::swap(stream_, o.stream_);
         std::swap(start_, o.start_);
         std::swap(stop_, o.stop_);
         std::swap(dims_buffer_, o.dims_buffer_);
         std::swap(fault_buffer_, o.fault_buffer_);
         std::swap(arena_, o.arena_);
-        std::swap(plan_, o.plan_);
-        std::swap(nodes_, o.nodes_);
+        std::swap(step_pinned_, o.step_pinned_);
+        std::swap(uploaded_dims_, o.uploaded_dims_);
+        std::swap(variants_, o.variants_);
         std::swap(inputs_, o.inputs_);
-        std::swap(outputs_, o.outputs_);
-        std::swap(functions_, o.functions_);
-        std::swap(numel_, o.numel_);
-        std::swap(planned_, o.planned_);
+        std::swap(last_, o.last_);
+        std::swap(generation_, o.generation_);
         std::swap(sync_each_launch_, o.sync_each_launch_);
-        std::swap(arena_plan_, o.arena_plan_);
-        std::swap(arena_sizes_, o.arena_sizes_);
-        std::swap(scratch_of_, o.scratch_of_);
-        std::swap(executed_, o.executed_);
-        std::swap(graphs_, o.graphs_);
-        std::swap(last_launches_, o.last_launches_);
         std::swap(graph_replays_, o.graph_replays_);
         std::swap(graph_captures_, o.graph_captures_);
+        std::swap(host_device_bytes_, o.host_device_bytes_);
+        std::swap(raised_shared_, o.raised_shared_);
     }
 
-    void clear_graphs() {
-        for (CapturedGraph& g : graphs_) {
-            if (g.exec) api().graph_exec_destroy(g.exec);
-            if (g.graph) api().graph_destroy(g.graph);
+    void add_variant(const Program& program) {
+        const Program scheduled = schedule_for_groups(program);
+        Variant v;
+        v.fixed = scheduled.fixed_dims;
+        v.plan = plan_program(scheduled);
+        v.nodes = scheduled.nodes;
+        const std::size_t n = v.nodes.size();
+        v.functions.assign(n, {});
+        v.numel.assign(n, 0);
+        v.planned.assign(n, 0);
+        v.output_buffers.resize(n);
+        v.scratch.resize(n);
+        v.prefetch_offset.assign(n, kNone);
+        const int arch = driver_->compute_capability();
+        std::size_t prefetch_bytes = 0;
+        for (std::uint32_t id = 0; id < n; ++id) {
+            const PlannedNode& p = v.plan.nodes[id];
+            const NodeSpec& spec = v.nodes[id].spec;
+            const std::string kernel = label(v, id);
+            if (p.custom) v.functions[id][0] = KernelModules::get().function(p.custom->source(), p.custom->entry(), arch, kernel);
+            if (p.kernel) {
+                v.functions[id][0] = KernelModules::get().function(kernel_source(*p.kernel), kernel_entry(*p.kernel), arch, kernel);
+                if (auto vector = vector_kernel_source(*p.kernel)) {
+                    v.functions[id][3] = KernelModules::get().function(*vector, kReduceEntry, arch, kernel);
+                    v.choices.push_back(id);
+                }
+            }
+            if (p.update)
+                v.functions[id][static_cast<std::size_t>(Entry::Update)] =
+                    KernelModules::get().function(kernel_source(*p.update), kElementwiseEntry, arch, kernel);
+            if (p.scatter) {
+                const std::string source = kernel_source(*p.scatter);
+                v.functions[id][1] = KernelModules::get().function(source, kScatterClaimEntry, arch, kernel);
+                v.functions[id][2] = KernelModules::get().function(source, kScatterWriteEntry, arch, kernel);
+            }
+            if (p.role == PlannedNode::Role::HostOp) {
+                check(spec.payload_as<BlasMatmulOp>() != nullptr, "CudaRuntime::load",
+                      "node {}: cannot run op '{}' on CUDA (no kernel and no host implementation)", id, spec.op.name());
+                v.choices.push_back(id);
+                v.exact_dims = true;
+            }
+            if (p.role == PlannedNode::Role::Input &&
+                std::any_of(spec.shape.begin(), spec.shape.end(), [](const Expression& d) { return !d.dims().empty(); }))
+                v.dynamic_inputs.push_back(id);
+            if (spec.kind == symbol_of(OpKind::Output)) {
+                v.outputs.push_back(id);
+                if (const auto bytes = max_static_bytes(spec); bytes && *bytes <= kPrefetchedOutputBytes) {
+                    v.prefetch_offset[id] = prefetch_bytes;
+                    prefetch_bytes += (*bytes + 15) / 16 * 16;
+                }
+            }
         }
-        graphs_.clear();
-        last_launches_.clear();
+        v.prefetched.reserve(prefetch_bytes);
+        const std::vector<std::string> groups = group_sources(v.plan);
+        for (std::size_t g = 0; g < groups.size(); ++g)
+            v.group_functions.push_back(KernelModules::get().function(groups[g], kGroupEntry, arch, fmt::format("launch group {}", g)));
+        for (std::uint32_t id = 0; id < n; ++id)
+            if (v.plan.nodes[id].role == PlannedNode::Role::Constant) {
+                HostBuffer c(v.nodes[id].spec.dtype, 1);
+                c.store_double(0, v.nodes[id].spec.op.value);
+                v.output_buffers[id].reserve(size_of(c.dtype));
+                const std::vector<std::byte> bytes = host_buffer_to_bytes(c);
+                check_call(api().memcpy_htod_async(v.output_buffers[id].ptr(), bytes.data(), bytes.size(), stream_), "cuMemcpyHtoDAsync");
+                check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+            }
+        variants_.push_back(std::move(v));
     }
 
-    // Rebinding keeps the input's buffer where the data fits, so a decode
-    // step's new token enqueues the same work as the last one.
-    void bind_input(std::uint32_t index, const std::vector<std::byte>& bytes, std::size_t count) {
-        Input in;
-        if (inputs_[index]) in.buffer = std::move(inputs_[index]->buffer);
-        in.buffer.reserve(bytes.size());
+    // An output's size where its shape is static (a sampled token), else nullopt.
+    static std::optional<std::size_t> max_static_bytes(const NodeSpec& spec) {
+        std::size_t n = size_of(spec.dtype);
+        for (const Expression& d : spec.shape) {
+            const auto c = d.as_constant();
+            if (!c) return std::nullopt;
+            n *= static_cast<std::size_t>(*c);
+        }
+        return n;
+    }
+
+    const NodeSpec* input_spec(NodeId hlir) const {
+        for (const ProgramNode& n : variants_.back().nodes)
+            if (n.spec.kind == symbol_of(OpKind::Input) && n.spec.hlir == hlir) return &n.spec;
+        return nullptr;
+    }
+    const NodeSpec& bound_input(const GraphTensor& t) const {
+        check(!variants_.empty(), "set_data", "no program loaded");
+        return variants_.back().nodes[input_index(variants_.back().nodes, t.id())].spec;
+    }
+
+    std::size_t variant_for(const DynMap& dims) const {
+        check(!variants_.empty(), "CudaRuntime", "no program loaded");
+        for (std::size_t i = 0; i + 1 < variants_.size(); ++i) {
+            const auto fixed = variants_[i].fixed.entries();
+            if (std::all_of(fixed.begin(), fixed.end(), [&](auto e) { return dims.get(e.first) == e.second; })) return i;
+        }
+        return variants_.size() - 1;
+    }
+
+    // Binding keeps the input's buffer where the data fits, so a decode step's
+    // new token enqueues the same work as the last one; a small input of a
+    // dynamic shape (bound every step) goes up from pinned memory without a
+    // synchronisation of its own.
+    void bind_input(NodeId hlir, const NodeSpec& spec, std::span<const std::byte> bytes, std::size_t count) {
+        Input& in = inputs_[hlir];
+        in.dtype = spec.dtype;
+        if (in.buffer.reserve(bytes.size())) ++generation_;
         in.count = static_cast<std::int64_t>(count);
-        if (!bytes.empty()) {
+        if (bytes.empty()) return;
+        host_device_bytes_ += bytes.size();
+        const bool per_step = std::any_of(spec.shape.begin(), spec.shape.end(), [](const Expression& d) { return !d.dims().empty(); });
+        if (!per_step || bytes.size() > kPinnedInputBytes) {
             check_call(api().memcpy_htod_async(in.buffer.ptr(), bytes.data(), bytes.size(), stream_), "cuMemcpyHtoDAsync");
             check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+            return;
         }
-        inputs_[index] = std::move(in);
+        if (in.staging_in_flight) check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+        in.staging.reserve(bytes.size());
+        std::memcpy(in.staging.data(), bytes.data(), bytes.size());
+        check_call(api().memcpy_htod_async(in.buffer.ptr(), in.staging.data(), bytes.size(), stream_), "cuMemcpyHtoDAsync");
+        in.staging_in_flight = true;
     }
 
     template <typename T>
     void set_values(const GraphTensor& t, std::span<const T> values) {
-        const std::uint32_t index = input_index(nodes_, t.id());
-        check_input_length(nodes_[index].spec, values.size(), index);
-        bind_input(index, host_buffer_to_bytes(host_buffer_from_values(nodes_[index].spec.dtype, values)), values.size());
+        const NodeSpec& spec = bound_input(t);
+        check_input_length(spec, values.size(), t.id());
+        const std::vector<std::byte> bytes = host_buffer_to_bytes(host_buffer_from_values(spec.dtype, values));
+        bind_input(t.id(), spec, bytes, values.size());
     }
 
-    std::optional<std::uint32_t> same_input(const NodeSpec& input) const {
-        return bound_input_like(nodes_, input, [&](std::uint32_t i) { return inputs_[i].has_value(); });
-    }
-
-    bool in_arena(std::uint32_t id) const {
-        const PlannedNode& p = plan_.nodes[id];
-        const bool output = nodes_[id].spec.kind == symbol_of(OpKind::Output);
+    bool in_arena(const Variant& v, std::uint32_t id) const {
+        const PlannedNode& p = v.plan.nodes[id];
+        const bool output = v.nodes[id].spec.kind == symbol_of(OpKind::Output);
         return !output && !p.in_place_input &&
-               (p.role == PlannedNode::Role::Kernel || p.role == PlannedNode::Role::Scatter || p.role == PlannedNode::Role::HostOp);
+               (p.role == PlannedNode::Role::Kernel || p.role == PlannedNode::Role::Scatter || p.role == PlannedNode::Role::Update ||
+                p.role == PlannedNode::Role::HostOp);
     }
 
-    // Places every arena result (and each scatter's claim table) for the current sizes.
-    void plan_memory() {
-        std::vector<std::size_t> sizes;
+    // Sizes every result (and each scatter's claim table) for `bucket` and places them in the arena.
+    void plan_memory(Variant& v, const DynMap& dims, const DynMap& bucket) {
         std::vector<ArenaRequest> requests;
-        scratch_of_.assign(nodes_.size(), kNoScratch);
-        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
-            if (in_arena(id))
-                requests.push_back({static_cast<std::size_t>(planned_[id]) * size_of(nodes_[id].spec.dtype), id, plan_.last_use[id]});
-            else
-                requests.push_back({0, id, id});
-            sizes.push_back(requests.back().bytes);
+        v.winner_of.assign(v.nodes.size(), kNone);
+        for (std::uint32_t id = 0; id < v.nodes.size(); ++id) {
+            const NodeSpec& spec = v.nodes[id].spec;
+            v.planned[id] = std::max(numel_of(spec.shape, dims, id), numel_of(spec.shape, bucket, id));
+            const std::size_t bytes = static_cast<std::size_t>(v.planned[id]) * size_of(spec.dtype);
+            requests.push_back(in_arena(v, id) ? ArenaRequest{bytes, id, v.plan.last_use[id]} : ArenaRequest{0, id, id});
+            if (spec.kind == symbol_of(OpKind::Output) && !v.plan.nodes[id].aliases_source && v.output_buffers[id].reserve(bytes))
+                ++generation_;
         }
-        for (std::uint32_t id = 0; id < nodes_.size(); ++id)
-            if (plan_.nodes[id].scatter) {
-                scratch_of_[id] = requests.size();
-                requests.push_back({static_cast<std::size_t>(planned_[id]) * sizeof(std::int32_t), id, id});
-                sizes.push_back(requests.back().bytes);
+        for (std::uint32_t id = 0; id < v.nodes.size(); ++id)
+            if (v.plan.nodes[id].scatter) {
+                v.winner_of[id] = requests.size();
+                requests.push_back({static_cast<std::size_t>(v.planned[id]) * sizeof(std::int32_t), id, id});
             }
-        if (arena_plan_ && sizes == arena_sizes_) return;
-        arena_plan_ = plan_arena(requests);
-        arena_sizes_ = std::move(sizes);
-        if (arena_.bytes() < arena_plan_->bytes) {
+        for (std::uint32_t id = 0; id < v.nodes.size(); ++id)
+            if (const auto& custom = v.plan.nodes[id].custom)
+                if (const std::size_t bytes = custom->scratch_bytes(bucket); bytes > v.scratch[id].bytes()) {
+                    v.scratch[id].reserve(bytes);
+                    check_call(api().memset_d8_async(v.scratch[id].ptr(), 0, v.scratch[id].bytes(), stream_), "cuMemsetD8Async");
+                    ++generation_;
+                }
+        v.arena_plan = plan_arena(requests);
+        v.planned_for = bucket;
+        if (arena_.bytes() < v.arena_plan->bytes) {
             check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
-            clear_graphs();  // they hold the old arena's addresses
-            arena_.reserve(arena_plan_->bytes);
+            arena_.reserve(v.arena_plan->bytes);
+            ++generation_;
         }
     }
 
-    CuDevicePtr data_of(std::uint32_t id) const {
-        const PlannedNode& p = plan_.nodes[id];
-        if (p.aliases_source) return data_of(nodes_[id].sources[0]);
-        if (p.in_place_input) return inputs_[*p.in_place_input]->buffer.ptr();
-        if (p.role == PlannedNode::Role::Input || p.role == PlannedNode::Role::Constant) return inputs_[id]->buffer.ptr();
-        if (nodes_[id].spec.kind == symbol_of(OpKind::Output)) return outputs_[id].ptr();
-        return arena_.ptr() + arena_plan_->offsets[id];
+    CuDevicePtr data_of(const Variant& v, std::uint32_t id) const {
+        const PlannedNode& p = v.plan.nodes[id];
+        if (p.aliases_source) return data_of(v, v.nodes[id].sources[0]);
+        if (p.in_place_input) return input_of(v, *p.in_place_input).buffer.ptr();
+        if (p.role == PlannedNode::Role::Input) return input_of(v, id).buffer.ptr();
+        if (p.role == PlannedNode::Role::Constant || v.nodes[id].spec.kind == symbol_of(OpKind::Output))
+            return v.output_buffers[id].ptr();
+        return arena_.ptr() + v.arena_plan->offsets[id];
     }
+    const Input& input_of(const Variant& v, std::uint32_t id) const { return inputs_.at(v.nodes[id].spec.hlir); }
 
-    std::pair<CuDevicePtr, std::int64_t> output_data(std::uint32_t id) const {
-        check(executed_, "get", "output node {} has not been computed; call execute first", nodes_[id].spec.hlir);
-        return {data_of(id), numel_[id]};
-    }
-
-    static unsigned grid_for(std::int64_t units, std::int64_t per_block, int multiprocessors) {
-        const std::int64_t blocks = (units + per_block - 1) / per_block;
-        return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, std::int64_t{multiprocessors} * 32));
-    }
-
-    Launch kernel_launch(std::uint32_t id, CuFunction f, const Kernel& k, CuDevicePtr out, std::span<const CuDevicePtr> ins,
-                         const DynMap& dims) const {
-        Launch l;
-        l.function = f;
-        l.block = kBlock;
-        std::int64_t count = k.count.eval(dims);
-        if (k.shape == Kernel::Shape::Row) count = k.extent.eval(dims) > 0 ? count / k.extent.eval(dims) : 0;  // rows
-        const int sms = driver_->multiprocessors();
-        if (k.shape == Kernel::Shape::Elementwise || k.strategy == ReduceStrategy::ThreadPerOutput) l.grid = grid_for(count, kBlock, sms);
-        else if (k.strategy == ReduceStrategy::WarpPerOutput) l.grid = grid_for(count, kBlock / 32, sms);
-        else l.grid = grid_for(count, 1, sms);
-        l.args[l.arg_count++] = out;
-        for (CuDevicePtr p : ins) l.args[l.arg_count++] = p;
-        l.args[l.arg_count++] = dims_buffer_.ptr();
-        l.args[l.arg_count++] = fault_buffer_.ptr();
-        l.node = static_cast<int>(id);
-        if (count == 0) l.grid = 0;
-        return l;
-    }
-
-    // The work of one execution at `dims`, in order; grids for `bucket`.
-    std::vector<Launch> launches(const DynMap& dims, const DynMap& bucket) {
-        std::vector<Launch> out;
-        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
-            const ProgramNode& node = nodes_[id];
-            const PlannedNode& p = plan_.nodes[id];
-            if (p.role == PlannedNode::Role::Input || p.role == PlannedNode::Role::Constant || p.aliases_source) continue;
-            std::vector<CuDevicePtr> ins;
-            for (std::uint32_t s : node.sources) ins.push_back(data_of(s));
-            const CuDevicePtr dst = data_of(id);
-            if (p.role == PlannedNode::Role::HostOp) {
-                append_blas(out, id, ins, dst, dims);
-            } else if (p.role == PlannedNode::Role::Scatter) {
-                if (p.kernel) out.push_back(kernel_launch(id, functions_[id][0], *p.kernel, dst, std::span(ins).first(1), bucket));
-                const CuDevicePtr winner = arena_.ptr() + arena_plan_->offsets[scratch_of_[id]];
-                Launch clear;
-                clear.kind = Launch::Kind::Memset;
-                clear.dst = winner;
-                clear.bytes = static_cast<std::size_t>(planned_[id]) * sizeof(std::int32_t);
-                out.push_back(clear);
-                const std::int64_t count = p.scatter->count.eval(dims);
-                check(count < std::numeric_limits<std::int32_t>::max(), "CudaRuntime", "node {}: {} scattered elements", id, count);
-                Launch claim;
-                claim.function = functions_[id][1];
-                claim.block = kBlock;
-                claim.grid = count == 0 ? 0 : grid_for(std::max(count, p.scatter->count.eval(bucket)), kBlock, driver_->multiprocessors());
-                claim.node = static_cast<int>(id);
-                for (CuDevicePtr a : {winner, ins[1], ins[2], dims_buffer_.ptr(), fault_buffer_.ptr()}) claim.args[claim.arg_count++] = a;
-                out.push_back(claim);
-                Launch write = claim;
-                write.function = functions_[id][2];
-                write.arg_count = 0;
-                for (CuDevicePtr a : {dst, winner, ins[1], ins[2], dims_buffer_.ptr(), fault_buffer_.ptr()}) write.args[write.arg_count++] = a;
-                out.push_back(write);
-            } else {
-                const bool vector = functions_[id][3] != nullptr && vector_launch_ok(*p.kernel, dims);
-                out.push_back(kernel_launch(id, functions_[id][vector ? 3 : 0], *p.kernel, dst, ins, bucket));
-            }
+    // The signature of the work at `dims`: equal signatures enqueue equal work.
+    std::vector<std::int64_t> signature(const Variant& v, const DynMap& dims, const DynMap& bucket) const {
+        std::vector<std::int64_t> key;
+        for (auto [c, value] : (v.exact_dims ? dims : bucket).entries()) key.push_back(std::int64_t{c} << 56 | value);
+        for (std::uint32_t id : v.choices) {
+            const PlannedNode& p = v.plan.nodes[id];
+            key.push_back(p.role == PlannedNode::Role::HostOp ? blas_runs_library(v.nodes[id].spec, dims)
+                                                              : vector_launch_ok(*p.kernel, dims));
         }
-        for (auto [output, input] : plan_.carried) {
-            if (plan_.nodes[output].aliases_source || !carried_fits(output, input)) continue;
-            Launch copy;
-            copy.kind = Launch::Kind::Copy;
-            copy.dst = inputs_[input]->buffer.ptr();
-            copy.src = data_of(output);
-            copy.bytes = static_cast<std::size_t>(numel_[output]) * size_of(nodes_[output].spec.dtype);
-            out.push_back(copy);
+        return key;
+    }
+
+    Launch to_launch(const Variant& v, const PlannedLaunch& l, const DynMap& dims) const {
+        const ProgramNode& node = v.nodes[l.node];
+        std::vector<CuDevicePtr> ins;
+        for (std::uint32_t s : node.sources) ins.push_back(data_of(v, s));
+        Launch out;
+        out.node = static_cast<int>(l.node);
+        out.grid = l.grid;
+        out.block = l.block;
+        out.shared = l.shared_bytes;
+        auto args = [&](std::initializer_list<CuDevicePtr> first, std::span<const CuDevicePtr> rest) {
+            out.args.assign(first.begin(), first.end());
+            out.args.insert(out.args.end(), rest.begin(), rest.end());
+            if (v.scratch[l.node].bytes() > 0) out.args.push_back(v.scratch[l.node].ptr());
+            out.args.push_back(dims_buffer_.ptr());
+            out.args.push_back(fault_buffer_.ptr());
+            out.args.push_back(static_cast<std::uint64_t>(l.node));
+        };
+        const CuDevicePtr winner = v.winner_of[l.node] != kNone ? arena_.ptr() + v.arena_plan->offsets[v.winner_of[l.node]] : 0;
+        switch (l.kind) {
+            case PlannedLaunch::Kind::Memset:
+                out.kind = Launch::Kind::Memset;
+                out.dst = winner;
+                out.bytes = l.bytes;
+                return out;
+            case PlannedLaunch::Kind::Copy:
+                out.kind = Launch::Kind::Copy;
+                out.dst = input_of(v, l.carried_input).buffer.ptr();
+                out.src = data_of(v, l.node);
+                out.bytes = l.bytes;
+                return out;
+            case PlannedLaunch::Kind::Blas:
+                out.kind = Launch::Kind::Blas;
+                out.a = blas_operand(node.spec.views[0], dims);
+                out.b = blas_operand(node.spec.views[1], dims);
+                out.operands = v.nodes[node.sources[0]].spec.dtype;
+                out.src = ins[0];
+                out.args = {ins[1]};
+                out.dst = data_of(v, l.node);
+                return out;
+            case PlannedLaunch::Kind::Group:
+                // Each member's parameters, then its grid size.
+                out.function = v.group_functions[l.group];
+                for (const PlannedLaunch& m : l.members) {
+                    const Launch member = to_launch(v, m, dims);
+                    out.args.insert(out.args.end(), member.args.begin(), member.args.end());
+                    out.args.push_back(m.grid);
+                }
+                return out;
+            case PlannedLaunch::Kind::Kernel: break;
+        }
+        const CuDevicePtr dst = data_of(v, l.node);
+        switch (l.entry) {
+            case Entry::ScatterClaim: out.function = v.functions[l.node][1]; args({winner, ins[1], ins[2]}, {}); break;
+            case Entry::ScatterWrite: out.function = v.functions[l.node][2]; args({dst, winner, ins[1], ins[2]}, {}); break;
+            case Entry::Vector: out.function = v.functions[l.node][3]; args({dst}, ins); break;
+            case Entry::Update: out.function = v.functions[l.node][4]; args({dst}, ins); break;
+            case Entry::Main:
+                out.function = v.functions[l.node][0];
+                if (const auto role = v.plan.nodes[l.node].role; role == PlannedNode::Role::Scatter || role == PlannedNode::Role::Update)
+                    args({dst}, std::span(ins).first(1));
+                else args({dst}, ins);
+                if (!out.function) out.function = blas_fallback_function(v, l.node);
+                break;
         }
         return out;
     }
 
-    // cuBLASLt where the evaluated layouts suit it, else the generated matmul kernel.
-    void append_blas(std::vector<Launch>& out, std::uint32_t id, const std::vector<CuDevicePtr>& ins, CuDevicePtr dst,
-                     const DynMap& dims) {
-        const NodeSpec& spec = nodes_[id].spec;
-        Launch l;
-        l.kind = Launch::Kind::Blas;
-        l.node = static_cast<int>(id);
-        l.a = blas_operand(spec.views[0], dims);
-        l.b = blas_operand(spec.views[1], dims);
-        l.operands = nodes_[nodes_[id].sources[0]].spec.dtype;
-        l.src = ins[0];
-        l.args[0] = ins[1];
-        l.dst = dst;
-        if (blas_accepts(l.a) && blas_accepts(l.b)) {
-            out.push_back(l);
-            return;
-        }
-        std::vector<DType> dtypes{l.operands, nodes_[nodes_[id].sources[1]].spec.dtype};
-        const Kernel k = lowering_detail::matmul_kernel(spec, dtypes, id);
-        CuFunction f = KernelModules::get().function(kernel_source(k), kReduceEntry, driver_->compute_capability(), label(id));
-        out.push_back(kernel_launch(id, f, k, dst, ins, dims));
+    CuFunction blas_fallback_function(const Variant& v, std::uint32_t id) const {
+        const Kernel k = blas_fallback_kernel(v.nodes[id].spec, source_dtypes(v.nodes, id), id);
+        return KernelModules::get().function(kernel_source(k), kReduceEntry, driver_->compute_capability(), label(v, id));
+    }
+
+    Work& work_for(Variant& v, const DynMap& dims, const DynMap& bucket) {
+        Work& w = v.work[signature(v, dims, bucket)];
+        if (w.generation == generation_ && !w.launches.empty()) return w;
+        w = Work{};
+        w.generation = generation_;
+        const auto fits = [&](std::uint32_t output, std::uint32_t input) {
+            return static_cast<std::size_t>(v.numel[output]) * size_of(v.nodes[output].spec.dtype) <= input_of(v, input).buffer.bytes();
+        };
+        for (const PlannedLaunch& l : plan_launches(v.plan, v.nodes, dims, driver_->multiprocessors(), fits))
+            w.launches.push_back(to_launch(v, l, dims));
+        for (const Launch& l : w.launches)
+            if (l.shared > kDefaultSharedBytes && raised_shared_.insert(l.function).second)
+                check_call(api().func_set_attribute(l.function, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(l.shared)),
+                           "cuFuncSetAttribute");
+        return w;
     }
 
     void enqueue(const Launch& l) {
         switch (l.kind) {
             case Launch::Kind::Kernel: {
                 if (l.grid == 0) return;
-                std::array<void*, 13> params{};
-                std::array<std::uint64_t, 12> args = l.args;
-                int node = l.node;
-                for (std::uint8_t i = 0; i < l.arg_count; ++i) params[i] = &args[i];
-                params[l.arg_count] = &node;
-                check_call(api().launch_kernel(l.function, l.grid, 1, 1, l.block, 1, 1, 0, stream_, params.data(), nullptr),
+                std::vector<std::uint64_t> args = l.args;
+                std::vector<void*> params;
+                for (std::uint64_t& a : args) params.push_back(&a);
+                check_call(api().launch_kernel(l.function, l.grid, 1, 1, l.block, 1, 1, static_cast<unsigned>(l.shared), stream_,
+                                               params.data(), nullptr),
                            "cuLaunchKernel");
                 return;
             }
@@ -423,126 +548,150 @@ private:
                 if (l.bytes && l.dst != l.src) check_call(api().memcpy_dtod_async(l.dst, l.src, l.bytes, stream_), "cuMemcpyDtoDAsync");
                 return;
             case Launch::Kind::Blas:
-                BlasLt::get().matmul(stream_, l.operands, l.a, l.src, l.b, l.args[0], l.dst, l.a.batch);
+                BlasLt::get().matmul(stream_, l.operands, l.a, l.src, l.b, l.args.at(0), l.dst, l.a.batch);
                 return;
         }
+    }
+
+    // Checks the inputs and sizes the outputs for `dims`.
+    void prepare_step(Variant& v, const DynMap& dims) {
+        for (std::uint32_t id : v.dynamic_inputs) {
+            const NodeSpec& node = v.nodes[id].spec;
+            const auto it = inputs_.find(node.hlir);
+            check(it != inputs_.end(), "CudaRuntime::execute", "input '{}' (node {}) has no data; call set_data", node.op.label,
+                  node.hlir);
+            const std::int64_t n = numel_of(node.shape, dims, id);
+            check(it->second.count == n, "CudaRuntime::execute", "input '{}' (node {}) has {} values but its shape {} needs {}",
+                  node.op.label, node.hlir, it->second.count, to_string(node.shape), n);
+        }
+        for (std::uint32_t id = 0; id < v.nodes.size(); ++id)
+            if (v.plan.nodes[id].role == PlannedNode::Role::Input && !inputs_.contains(v.nodes[id].spec.hlir))
+                throw Error("CudaRuntime::execute", fmt::format("input '{}' (node {}) has no data; call set_data",
+                                                                v.nodes[id].spec.op.label, v.nodes[id].spec.hlir));
+        for (std::uint32_t id : v.outputs) v.numel[id] = numel_of(v.nodes[id].spec.shape, dims, id);
+        for (auto [output, input] : v.plan.carried) v.numel[output] = numel_of(v.nodes[output].spec.shape, dims, output);
     }
 
     // One execution; with `timed`, the device seconds between events around its work.
     double run(const DynMap& dims, bool timed) {
         driver_->check_usable();
+        const std::size_t index = variant_for(dims);
+        Variant& v = variants_[index];
         const DynMap bucket = size_bucket(dims);
-        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
-            const NodeSpec& node = nodes_[id].spec;
-            numel_[id] = numel_of(node.shape, dims, id);
-            planned_[id] = std::max(numel_[id], numel_at(node.shape, bucket));
-            if (plan_.nodes[id].role == PlannedNode::Role::Input) {
-                check(inputs_[id].has_value(), "CudaRuntime::execute", "input '{}' (node {}) has no data; call set_data",
-                      node.op.label, node.hlir);
-                check(inputs_[id]->count == numel_[id], "CudaRuntime::execute",
-                      "input '{}' (node {}) has {} values but its shape {} needs {}", node.op.label, node.hlir,
-                      inputs_[id]->count, to_string(node.shape), numel_[id]);
-            }
-            if (node.kind == symbol_of(OpKind::Output) && !plan_.nodes[id].aliases_source)
-                outputs_[id].reserve(static_cast<std::size_t>(planned_[id]) * size_of(node.dtype));
-        }
-        plan_memory();
-        std::array<std::int64_t, kDimSlots> dim_values{};
-        for (auto [c, v] : dims.entries()) dim_values[static_cast<std::size_t>(dim_slot(c))] = v;
-        check_call(api().memcpy_htod_async(dims_buffer_.ptr(), dim_values.data(), sizeof dim_values, stream_), "cuMemcpyHtoDAsync");
-        check_call(api().memset_d8_async(fault_buffer_.ptr(), 0, 4 * sizeof(std::int64_t), stream_), "cuMemsetD8Async");
-        std::vector<Launch> work = launches(dims, bucket);
-        std::array<std::int64_t, 4> fault{};
+        prepare_step(v, dims);
+        if (!v.arena_plan || !(v.planned_for == bucket)) plan_memory(v, dims, bucket);
+        upload_dims(dims);
+        Work& work = work_for(v, dims, bucket);
+        std::int64_t fault_code = 0;
         try {
             if (timed) check_call(api().event_record(start_, stream_), "cuEventRecord");
-            replay_or_enqueue(work);
+            replay_or_enqueue(v, work);
             if (timed) check_call(api().event_record(stop_, stream_), "cuEventRecord");
-            check_call(api().memcpy_dtoh_async(fault.data(), fault_buffer_.ptr(), sizeof fault, stream_), "cuMemcpyDtoHAsync");
+            check_call(api().memcpy_dtoh_async(step_pinned_.data(), fault_buffer_.ptr(), kFaultCodeBytes, stream_), "cuMemcpyDtoHAsync");
+            host_device_bytes_ += kFaultCodeBytes;
+            for (std::uint32_t id : v.outputs)
+                if (v.prefetch_offset[id] != kNone && v.numel[id] > 0) {
+                    const std::size_t bytes = static_cast<std::size_t>(v.numel[id]) * size_of(v.nodes[id].spec.dtype);
+                    check_call(api().memcpy_dtoh_async(v.prefetched.data() + v.prefetch_offset[id], data_of(v, id), bytes, stream_),
+                               "cuMemcpyDtoHAsync");
+                    host_device_bytes_ += bytes;
+                }
             check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+            std::memcpy(&fault_code, step_pinned_.data(), sizeof fault_code);
         } catch (const FatalError& e) {
             if (sync_each_launch_) throw;
             throw FatalError("CudaRuntime", fmt::format("{}; the last kernel enqueued before it was reported is {} "
                                                         "(LUMINAL_CUDA_SYNC=1 synchronises after each launch to name the one that faulted)",
-                                                        e.what(), last_kernel(work)));
+                                                        e.what(), last_kernel(v, work.launches)));
         }
-        report(fault);
-        hand_carried_state_over();
-        executed_ = true;
+        for (auto& [hlir, input] : inputs_) input.staging_in_flight = false;
+        if (fault_code != 0) report_fault();
+        hand_carried_state_over(v);
+        last_ = index;
         if (!timed) return 0;
         float ms = 0;
         check_call(api().event_elapsed(&ms, start_, stop_), "cuEventElapsedTime");
         return ms * 1e-3;
     }
 
-    std::size_t carried_bytes(std::uint32_t output) const {
-        return static_cast<std::size_t>(numel_[output]) * size_of(nodes_[output].spec.dtype);
+    // Uploads the dims slots that changed since the last execution.
+    void upload_dims(const DynMap& dims) {
+        const DimSlots now = dim_slots(dims);
+        const auto [first, last] = changed_slots(uploaded_dims_, now);
+        if (first == last) return;
+        std::int64_t* staged = reinterpret_cast<std::int64_t*>(step_pinned_.data() + kFaultCodeBytes);
+        std::copy(now.begin() + static_cast<std::ptrdiff_t>(first), now.begin() + static_cast<std::ptrdiff_t>(last), staged);
+        const std::size_t bytes = (last - first) * sizeof(std::int64_t);
+        check_call(api().memcpy_htod_async(dims_buffer_.ptr() + first * sizeof(std::int64_t), staged, bytes, stream_),
+                   "cuMemcpyHtoDAsync");
+        host_device_bytes_ += bytes;
+        uploaded_dims_ = now;
     }
-    // An out-of-place carried output is copied into its input's buffer inside
-    // the execution when it fits there; one that grew gets a new buffer after
-    // it (the execution still read the old one).
-    bool carried_fits(std::uint32_t output, std::uint32_t input) const {
-        return carried_bytes(output) <= inputs_[input]->buffer.bytes();
-    }
-    void hand_carried_state_over() {
-        for (auto [output, input] : plan_.carried) {
-            if (plan_.nodes[output].aliases_source) continue;
-            if (!carried_fits(output, input)) {
+
+    // An out-of-place carried output was copied into its input's buffer inside
+    // the execution when it fits there; one that grew gets a new buffer now
+    // (the execution still read the old one).
+    void hand_carried_state_over(Variant& v) {
+        for (auto [output, input] : v.plan.carried) {
+            if (v.plan.nodes[output].aliases_source) continue;
+            Input& in = inputs_.at(v.nodes[input].spec.hlir);
+            const std::size_t bytes = static_cast<std::size_t>(v.numel[output]) * size_of(v.nodes[output].spec.dtype);
+            if (bytes > in.buffer.bytes()) {
                 DeviceBuffer grown;
-                grown.reserve(carried_bytes(output));
-                check_call(api().memcpy_dtod_async(grown.ptr(), data_of(output), carried_bytes(output), stream_), "cuMemcpyDtoDAsync");
+                grown.reserve(bytes);
+                check_call(api().memcpy_dtod_async(grown.ptr(), data_of(v, output), bytes, stream_), "cuMemcpyDtoDAsync");
                 check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
-                inputs_[input]->buffer = std::move(grown);
+                in.buffer = std::move(grown);
+                ++generation_;
             }
-            inputs_[input]->count = numel_[output];
+            in.count = v.numel[output];
         }
     }
 
-    std::string last_kernel(const std::vector<Launch>& work) const {
+    std::string last_kernel(const Variant& v, const std::vector<Launch>& work) const {
         for (auto l = work.rbegin(); l != work.rend(); ++l)
-            if (l->kind == Launch::Kind::Kernel || l->kind == Launch::Kind::Blas) return label(static_cast<std::uint32_t>(l->node));
+            if (l->kind == Launch::Kind::Kernel || l->kind == Launch::Kind::Blas) return label(v, static_cast<std::uint32_t>(l->node));
         return "none";
     }
 
-    // Replays the graph captured for this exact work; captures one the second time the same work comes.
-    void replay_or_enqueue(const std::vector<Launch>& work) {
+    // Replays the work's captured graph; captures it the second time the same work runs.
+    void replay_or_enqueue(const Variant& v, Work& work) {
         if (sync_each_launch_) {
-            for (const Launch& l : work) {
+            for (const Launch& l : work.launches) {
                 enqueue(l);
-                check_call(api().stream_synchronize(stream_), fmt::format("the launch for {}", label(static_cast<std::uint32_t>(l.node))));
+                check_call(api().stream_synchronize(stream_), fmt::format("the launch for {}", label(v, static_cast<std::uint32_t>(l.node))));
             }
             return;
         }
-        for (CapturedGraph& g : graphs_)
-            if (g.launches == work) {
-                check_call(api().graph_launch(g.exec, stream_), "cuGraphLaunch");
-                ++graph_replays_;
-                return;
-            }
-        if (work != last_launches_) {
-            for (const Launch& l : work) enqueue(l);
-            last_launches_ = work;
+        if (work.graph) {
+            check_call(api().graph_launch(work.graph->exec, stream_), "cuGraphLaunch");
+            ++graph_replays_;
+            return;
+        }
+        if (work.runs++ == 0) {
+            for (const Launch& l : work.launches) enqueue(l);
             return;
         }
         CapturedGraph g;
-        g.launches = work;
+        g.api = &api();
         check_call(api().stream_begin_capture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
-        for (const Launch& l : work) enqueue(l);
+        for (const Launch& l : work.launches) enqueue(l);
         check_call(api().stream_end_capture(stream_, &g.graph), "cuStreamEndCapture");
         check_call(api().graph_instantiate(&g.exec, g.graph, 0), "cuGraphInstantiate");
         check_call(api().graph_launch(g.exec, stream_), "cuGraphLaunch");
         ++graph_captures_;
-        if (graphs_.size() == kMaxGraphs) {
-            api().graph_exec_destroy(graphs_.front().exec);
-            api().graph_destroy(graphs_.front().graph);
-            graphs_.erase(graphs_.begin());
-        }
-        graphs_.push_back(std::move(g));
+        work.graph = std::move(g);
     }
 
-    void report(const std::array<std::int64_t, 4>& fault) const {
-        const auto code = static_cast<FaultCode>(fault[0]);
+    // Reads the whole fault record, clears it for the next execution, and throws.
+    void report_fault() {
+        std::array<std::int64_t, 4> fault{};
+        check_call(api().memcpy_dtoh_async(fault.data(), fault_buffer_.ptr(), sizeof fault, stream_), "cuMemcpyDtoHAsync");
+        check_call(api().memset_d8_async(fault_buffer_.ptr(), 0, sizeof fault, stream_), "cuMemsetD8Async");
+        check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+        host_device_bytes_ += sizeof fault;
         const auto node = fault[1];
-        switch (code) {
+        switch (static_cast<FaultCode>(fault[0])) {
             case FaultCode::None: return;
             case FaultCode::GatherIndex:
                 throw Error("Gather", fmt::format("node {}: index {} is out of range for {} elements", node, fault[2], fault[3]));
@@ -554,28 +703,21 @@ private:
         throw Error("CudaRuntime", fmt::format("node {}: kernel fault {}", node, fault[0]));
     }
 
-    static constexpr std::size_t kMaxGraphs = 16;
-    static constexpr std::size_t kNoScratch = ~std::size_t{0};
-
     Driver* driver_ = nullptr;
+    DeviceSpec device_;
     CuStream stream_ = nullptr;
     CuEvent start_ = nullptr, stop_ = nullptr;
     DeviceBuffer dims_buffer_, fault_buffer_, arena_;
-    Plan plan_;
-    std::vector<ProgramNode> nodes_;
-    std::vector<std::optional<Input>> inputs_;
-    std::vector<DeviceBuffer> outputs_;
-    std::vector<std::array<CuFunction, 4>> functions_;  // kernel, scatter claim, scatter write, 16-byte-load kernel
-    std::vector<std::int64_t> numel_;
-    std::vector<std::int64_t> planned_;  // elements memory is planned for: at least numel_, for the dims' bucket
-    std::optional<ArenaPlan> arena_plan_;
-    std::vector<std::size_t> arena_sizes_;
-    std::vector<std::size_t> scratch_of_;
-    std::vector<CapturedGraph> graphs_;
-    std::vector<Launch> last_launches_;
-    std::size_t graph_replays_ = 0, graph_captures_ = 0;
-    bool executed_ = false;
+    PinnedBuffer step_pinned_;  // the fault code read back, then the dims staged for upload
+    DimSlots uploaded_dims_{};
+    std::vector<Variant> variants_;  // the specializations, then the main program
+    std::map<NodeId, Input> inputs_;  // by HLIR id, shared by the variants
+    std::size_t last_ = kNone;       // the variant the last execution ran
+    std::uint64_t generation_ = 1;   // bumped whenever a buffer a launch may hold moves
     bool sync_each_launch_ = false;
+    std::size_t graph_replays_ = 0, graph_captures_ = 0;
+    mutable std::size_t host_device_bytes_ = 0;
+    std::set<CuFunction> raised_shared_;  // functions allowed more than kDefaultSharedBytes
 };
 
 }  // namespace luminal::cuda

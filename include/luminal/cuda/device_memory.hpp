@@ -56,6 +56,40 @@ private:
     std::size_t bytes_ = 0;
 };
 
+// Page-locked host memory: copies to and from it run asynchronously on the
+// stream, so a step's small transfers need no synchronisation of their own.
+class PinnedBuffer {
+public:
+    PinnedBuffer() = default;
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr, o.bytes_ = 0; }
+    PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+        std::swap(ptr_, o.ptr_);
+        std::swap(bytes_, o.bytes_);
+        return *this;
+    }
+    ~PinnedBuffer() {
+        if (ptr_) Driver::get().api().mem_free_host(ptr_);
+    }
+    // At least `bytes` (contents not kept when it grows).
+    void reserve(std::size_t bytes) {
+        if (bytes <= bytes_ && ptr_) return;
+        if (ptr_) Driver::get().api().mem_free_host(ptr_);
+        ptr_ = nullptr;
+        bytes_ = 0;
+        const std::size_t asked = std::max<std::size_t>(bytes, 64);
+        Driver::get().check_call(Driver::get().api().mem_host_alloc(&ptr_, asked, 0), "cuMemHostAlloc");
+        bytes_ = asked;
+    }
+    std::byte* data() const { return static_cast<std::byte*>(ptr_); }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    void* ptr_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
 inline constexpr std::size_t kArenaAlignment = 256;  // what 16-byte vector loads and cuBLASLt want, with room
 
 // Offsets of blocks with lifetimes [first, last] (node indices) in one arena:

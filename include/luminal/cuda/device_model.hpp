@@ -1,12 +1,51 @@
 #pragma once
-// The numbers the extractor prices CUDA programs with: an H200 (4.8 TB/s HBM,
-// of which a streaming kernel reaches ~4 TB/s; ~4 us per kernel launch
-// outside a CUDA graph; 60 TFLOP/s of f32 FMA). The device runtime and its
-// host emulator share them, so both extract the same program for a graph.
+// How extraction prices a CUDA program: each e-node as the launches the plan
+// would make for it (planned as plan_program plans a node), each launch
+// priced by estimate_launch on the DeviceSpec inside a replayed CUDA graph.
+// The device runtime and its host emulator share it, so both extract the same
+// program for a graph, and the plan report prices launches the same way.
+#include <limits>
+
+#include "luminal/cuda/launch_work.hpp"
 #include "luminal/egraph/cost_model.hpp"
 
 namespace luminal::cuda {
 
-inline CostModel device_cost_model() { return {4.0e12, 4e-6, 6.0e13}; }
+// A node no CUDA launch can compute is priced out of every choice that has another way.
+inline constexpr double kUnplannable = 1e3;
+
+inline double node_price(const NodeCostQuery& q, const DeviceSpec& device) {
+    const auto kind = q.spec.kind;
+    if (kind == symbol_of(OpKind::Input) || kind == symbol_of(OpKind::Constant)) return 0;
+    PlannedNode p;
+    try {
+        p = plan_node(q.spec, q.input_dtypes, 0);
+    } catch (const Error&) {
+        return kUnplannable;
+    }
+    // A cache write into a bound (carried) buffer runs in place: no copy of the cache.
+    if ((p.role == PlannedNode::Role::Scatter || p.role == PlannedNode::Role::Update) && !q.input_bound.empty() && q.input_bound[0])
+        p.kernel.reset();
+    std::vector<PlannedLaunch> launches;
+    append_node_launches(launches, p, q.spec, q.input_dtypes, 0, q.dims, q.dims, device.multiprocessors);
+    std::vector<SourceInfo> sources;
+    for (std::size_t i = 0; i < q.input_dtypes.size(); ++i) {
+        double elements = 1;
+        if (i < q.input_shapes.size())
+            for (const Expression& d : q.input_shapes[i]) elements *= static_cast<double>(std::max<std::int64_t>(d.eval(q.dims), 0));
+        else elements = work_detail::view_elements(q.spec.views[i], q.dims);
+        sources.push_back({q.input_dtypes[i], elements, i < q.input_bound.size() && q.input_bound[i] != 0});
+    }
+    double seconds = 0;
+    for (const PlannedLaunch& l : launches)
+        seconds += estimate_launch(launch_work(l, p, q.spec, sources, q.dims, device), device, true).seconds;
+    return seconds;
+}
+
+inline CostModel device_cost_model(const DeviceSpec& device = {}) {
+    CostModel model{device.bandwidth, device.graph_launch_seconds, device.flops};
+    model.price = [device](const NodeCostQuery& q) { return node_price(q, device); };
+    return model;
+}
 
 }  // namespace luminal::cuda

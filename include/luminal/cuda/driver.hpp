@@ -30,6 +30,7 @@ inline constexpr int kAttributeComputeMajor = 75;
 inline constexpr int kAttributeComputeMinor = 76;
 inline constexpr int kCaptureModeThreadLocal = 1;
 inline constexpr unsigned kStreamNonBlocking = 1;
+inline constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;
 
 struct DriverApi {
     CuResult (*init)(unsigned);
@@ -66,6 +67,9 @@ struct DriverApi {
     CuResult (*graph_exec_destroy)(CuGraphExec);
     CuResult (*graph_destroy)(CuGraph);
     CuResult (*error_string)(CuResult, const char**);
+    CuResult (*mem_host_alloc)(void**, std::size_t, unsigned);
+    CuResult (*mem_free_host)(void*);
+    CuResult (*func_set_attribute)(CuFunction, int, int);
 };
 
 // The process's driver and device 0, with its primary context current on the calling thread.
@@ -185,6 +189,9 @@ private:
         bind(api_.graph_launch, "cuGraphLaunch");
         bind(api_.graph_exec_destroy, "cuGraphExecDestroy");
         bind(api_.graph_destroy, "cuGraphDestroy");
+        bind(api_.mem_host_alloc, "cuMemHostAlloc");
+        bind(api_.mem_free_host, "cuMemFreeHost");
+        bind(api_.func_set_attribute, "cuFuncSetAttribute");
     }
 
     std::unique_ptr<SharedLibrary> lib_;

@@ -1,13 +1,15 @@
 #pragma once
 // cuda::HostEmulator: the CUDA backend's plan (the same rules, the same
-// kernels, the same in-place cache writes) run on the host. Each generated
-// kernel runs through the kernel IR interpreter and each host op through its
-// reference semantics (cuBLASLt's Matmul is a Matmul). It models the Runtime
-// concept, so every check written for a runtime (op fixtures, models against
-// transformers, random candidates) checks what the CUDA kernels compute,
-// without a GPU. It does not check what only a device shows: warp-level code,
-// races, timing. The way it runs a kernel is a parameter: the IR interpreter
-// here, and the tests also run the printed CUDA source on the host.
+// kernels, the same in-place cache writes, the same specialized programs)
+// run on the host. Each generated kernel runs through the kernel IR
+// interpreter and each host op through its reference semantics (cuBLASLt's
+// Matmul is a Matmul). It models the Runtime concept, so every check written
+// for a runtime (op fixtures, models against transformers, random candidates)
+// checks what the CUDA kernels compute, without a GPU. It does not check what
+// only a device shows: warp-level code, races, timing. The way it runs a
+// kernel is a parameter: the IR interpreter here, and the tests also run the
+// printed CUDA source on the host.
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -15,7 +17,8 @@
 #include "luminal/cuda/cuda_rules.hpp"
 #include "luminal/cuda/device_model.hpp"
 #include "luminal/cuda/kernel_interpreter.hpp"
-#include "luminal/cuda/plan.hpp"
+#include "luminal/cuda/launch_groups.hpp"
+#include "luminal/cuda/launch_work.hpp"
 #include "luminal/runtime/host_buffer_io.hpp"
 #include "luminal/runtime/runtime.hpp"
 
@@ -23,154 +26,216 @@ namespace luminal::cuda {
 
 // Runs each kernel through the kernel IR interpreter.
 struct InterpretKernels {
-    void prepare(const Plan&) {}
+    void prepare(const std::vector<std::string>&) {}
     void run(const Kernel& k, const KernelBuffers& buffers) { interpret(k, buffers); }
     void run(const ScatterKernel& k, const KernelBuffers& buffers) { interpret(k, buffers); }
+    void run(const CustomKernel& k, const KernelBuffers& buffers) { k.interpret(buffers); }
 };
 
-// Executor: prepare(plan) when a program is loaded, then run(kernel, buffers)
-// for each Kernel and ScatterKernel of an execution.
+// Executor: prepare(sources) when a program is loaded (every source its
+// plans print), then run(kernel, buffers) for each Kernel and ScatterKernel
+// of an execution.
 template <typename Executor>
 class BasicHostEmulator {
 public:
     using Rules = egraph::CudaRules;
+    static constexpr bool runs_specializations = true;
 
-    CostModel cost_model() const { return device_cost_model(); }
+    explicit BasicHostEmulator(DeviceSpec device = {}) : device_(device) {}
+
+    CostModel cost_model() const { return device_cost_model(device_); }
 
     void load(const Program& program, InputBinding binding = InputBinding::Drop) {
-        std::vector<std::optional<HostBuffer>> kept(program.nodes.size());
+        std::map<NodeId, HostBuffer> kept;
+        variants_.clear();
+        for (const Program& s : program.specializations) add_variant(s);
+        add_variant(program);
         if (binding == InputBinding::Keep)
-            for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
-                if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(buffers_[*old]);
-        plan_ = plan_program(program);
-        nodes_ = program.nodes;
-        buffers_ = std::move(kept);
-        executor_.prepare(plan_);
-        for (std::uint32_t id = 0; id < nodes_.size(); ++id)
-            if (plan_.nodes[id].role == PlannedNode::Role::Constant) {
-                HostBuffer c(nodes_[id].spec.dtype, 1);
-                c.store_double(0, nodes_[id].spec.op.value);
-                buffers_[id] = std::move(c);
-            }
+            for (auto& [hlir, buffer] : inputs_)
+                if (const ProgramNode* input = input_node(hlir); input && input->spec.dtype == buffer.dtype)
+                    kept.emplace(hlir, std::move(buffer));
+        inputs_ = std::move(kept);
+        last_ = nullptr;
+        std::vector<std::string> sources;
+        for (const Variant& v : variants_)
+            for (std::string& s : plan_sources(v.plan))
+                if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.push_back(std::move(s));
+        executor_.prepare(sources);
     }
 
     void set_data(const GraphTensor& t, const std::vector<float>& values) { set_values(t, std::span(values)); }
     template <typename T>
     void set_data(const GraphTensor& t, const std::vector<T>& values) { set_values(t, std::span(values)); }
     void set_bytes(const GraphTensor& t, std::span<const std::byte> bytes) {
-        const std::uint32_t index = input_index(nodes_, t.id());
-        const NodeSpec& node = nodes_[index].spec;
-        buffers_[index] = host_buffer_from_bytes(node.dtype, bytes.data(), byte_input_count(node, bytes.size(), index));
+        const NodeSpec& node = bound_input(t);
+        inputs_[t.id()] = host_buffer_from_bytes(node.dtype, bytes.data(), byte_input_count(node, bytes.size(), t.id()));
     }
 
     void execute(const DynMap& dims) {
-        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
-            const NodeSpec& node = nodes_[id].spec;
-            const PlannedNode& p = plan_.nodes[id];
+        Variant& v = variant_for(dims);
+        for (std::uint32_t id = 0; id < v.nodes.size(); ++id) {
+            const NodeSpec& node = v.nodes[id].spec;
+            const PlannedNode& p = v.plan.nodes[id];
             const std::int64_t n = numel_of(node.shape, dims, id);
             if (p.role == PlannedNode::Role::Input) {
-                check(buffers_[id].has_value(), "cuda::HostEmulator::execute", "input '{}' (node {}) has no data; call set_data",
+                const auto it = inputs_.find(node.hlir);
+                check(it != inputs_.end(), "cuda::HostEmulator::execute", "input '{}' (node {}) has no data; call set_data",
                       node.op.label, node.hlir);
-                check(static_cast<std::int64_t>(buffers_[id]->size()) == n, "cuda::HostEmulator::execute",
+                check(static_cast<std::int64_t>(it->second.size()) == n, "cuda::HostEmulator::execute",
                       "input '{}' (node {}) has {} values but its shape {} needs {}", node.op.label, node.hlir,
-                      buffers_[id]->size(), to_string(node.shape), n);
+                      it->second.size(), to_string(node.shape), n);
                 continue;
             }
-            if (p.role == PlannedNode::Role::Constant) continue;
-            if (p.aliases_source) continue;  // its source wrote the carried input's buffer
-            run(id, p, n, dims);
-            for (std::uint32_t source : nodes_[id].sources) release_if_dead(source, id);
+            if (p.role == PlannedNode::Role::Constant || p.aliases_source) continue;
+            run(v, id, p, n, dims);
+            for (std::uint32_t source : v.nodes[id].sources) release_if_dead(v, source, id);
         }
-        for (auto [output, input] : plan_.carried)
-            if (!plan_.nodes[output].aliases_source) buffers_[input] = buffers_[output];
+        for (auto [output, input] : v.plan.carried)
+            if (!v.plan.nodes[output].aliases_source) inputs_[v.nodes[input].spec.hlir] = buffer_of(v, output);
+        last_ = &v;
     }
 
-    // The modelled device seconds of one execution (host time would rank
-    // candidates by how fast they interpret), so a search over it is deterministic.
+    // The modelled device seconds of one execution, replayed as a CUDA graph
+    // (host time would rank candidates by how fast they interpret), so a
+    // search over it is deterministic.
     double time_execution(const DynMap& dims, std::size_t) const {
+        const Variant& v = variant_for(dims);
+        const auto launches = plan_launches(v.plan, v.nodes, dims, device_.multiprocessors, [](auto, auto) { return true; });
         double seconds = 0;
-        for (const ProgramNode& n : nodes_) {
-            std::vector<DType> inputs;
-            for (std::uint32_t s : n.sources) inputs.push_back(nodes_[s].spec.dtype);
-            seconds += node_seconds(n.spec, inputs, dims, cost_model());
-        }
+        for (const auto& [work, estimate] : plan_costs(v.plan, v.nodes, launches, dims, device_)) seconds += estimate.seconds;
         return seconds;
     }
 
     std::vector<float> get_f32(const GraphTensor& t) const { return get<float>(t); }
     template <typename T>
     std::vector<T> get(const GraphTensor& t) const {
-        return host_buffer_values<T>(buffer_of(output_index(nodes_, t.graph(), t.id())));
+        check(last_ != nullptr, "get", "node {} has not been computed; call execute first", t.id());
+        return host_buffer_values<T>(buffer_of(*last_, output_index(last_->nodes, t.graph(), t.id())));
     }
 
-    // Whether the carried `output` is its input's buffer, written in place by a Scatter.
+    // Whether the carried `output` is its input's buffer, written in place, in every program.
     bool updates_in_place(const GraphTensor& output) const {
-        return plan_.nodes[output_index(nodes_, output.graph(), output.id())].aliases_source;
+        return std::all_of(variants_.begin(), variants_.end(), [&](const Variant& v) {
+            return v.plan.nodes[output_index(v.nodes, output.graph(), output.id())].aliases_source;
+        });
     }
-    const Plan& plan() const { return plan_; }
+    // The plan of the main program (and its nodes, in the order they run), or of the one that runs at `dims`.
+    const Plan& plan() const { return variants_.back().plan; }
+    const std::vector<ProgramNode>& nodes() const { return variants_.back().nodes; }
+    const Plan& plan(const DynMap& dims) const { return variant_for(dims).plan; }
+    const DeviceSpec& device() const { return device_; }
 
 private:
-    void run(std::uint32_t id, const PlannedNode& p, std::int64_t n, const DynMap& dims) {
-        const ProgramNode& node = nodes_[id];
+    struct Variant {
+        DynMap fixed;
+        Plan plan;
+        std::vector<ProgramNode> nodes;
+        std::vector<std::optional<HostBuffer>> results;  // by node: constants, and results while live
+    };
+
+    void add_variant(const Program& unscheduled) {
+        const Program program = schedule_for_groups(unscheduled);
+        Variant v{program.fixed_dims, plan_program(program), program.nodes, {}};
+        v.results.resize(v.nodes.size());
+        for (std::uint32_t id = 0; id < v.nodes.size(); ++id)
+            if (v.plan.nodes[id].role == PlannedNode::Role::Constant) {
+                HostBuffer c(v.nodes[id].spec.dtype, 1);
+                c.store_double(0, v.nodes[id].spec.op.value);
+                v.results[id] = std::move(c);
+            }
+        variants_.push_back(std::move(v));
+    }
+    Variant& variant_for(const DynMap& dims) {
+        return const_cast<Variant&>(static_cast<const BasicHostEmulator&>(*this).variant_for(dims));
+    }
+    const Variant& variant_for(const DynMap& dims) const {
+        check(!variants_.empty(), "cuda::HostEmulator", "no program loaded");
+        for (const Variant& v : variants_)
+            if (std::all_of(v.fixed.entries().begin(), v.fixed.entries().end(), [&](auto e) { return dims.get(e.first) == e.second; }))
+                return v;
+        return variants_.back();
+    }
+
+    // The Input node of the main program standing for HLIR node `hlir`, if any.
+    const ProgramNode* input_node(NodeId hlir) const {
+        for (const ProgramNode& n : variants_.back().nodes)
+            if (n.spec.kind == symbol_of(OpKind::Input) && n.spec.hlir == hlir) return &n;
+        return nullptr;
+    }
+    const NodeSpec& bound_input(const GraphTensor& t) const {
+        check(!variants_.empty(), "set_data", "no program loaded");
+        return variants_.back().nodes[input_index(variants_.back().nodes, t.id())].spec;
+    }
+
+    void run(Variant& v, std::uint32_t id, const PlannedNode& p, std::int64_t n, const DynMap& dims) {
+        const ProgramNode& node = v.nodes[id];
         std::vector<const HostBuffer*> inputs;
-        for (std::uint32_t s : node.sources) inputs.push_back(&buffer_of(s));
+        for (std::uint32_t s : node.sources) inputs.push_back(&buffer_of(v, s));
         if (p.role == PlannedNode::Role::HostOp) {
             HostBuffer out(node.spec.dtype, static_cast<std::size_t>(n));
             std::vector<ReferenceInput> readers;
             for (std::size_t k = 0; k < inputs.size(); ++k) readers.emplace_back(*inputs[k], node.spec.views[k], dims, id);
             node.spec.op.payload->reference(ReferenceCall{readers, out, dims, id});
-            buffers_[id] = std::move(out);
+            v.results[id] = std::move(out);
             return;
         }
-        if (p.role == PlannedNode::Role::Scatter) {
+        if (p.role == PlannedNode::Role::Scatter || p.role == PlannedNode::Role::Update) {
             HostBuffer* target = nullptr;
             if (p.in_place_input) {
-                target = &*buffers_[*p.in_place_input];
+                target = &inputs_.at(v.nodes[*p.in_place_input].spec.hlir);
             } else {
-                buffers_[id] = HostBuffer(node.spec.dtype, static_cast<std::size_t>(n));
-                executor_.run(*p.kernel, KernelBuffers{std::span(inputs).first(1), *buffers_[id], dims});
-                target = &*buffers_[id];
+                v.results[id] = HostBuffer(node.spec.dtype, static_cast<std::size_t>(n));
+                executor_.run(*p.kernel, KernelBuffers{std::span(inputs).first(1), *v.results[id], dims});
+                target = &*v.results[id];
+            }
+            if (p.update) {
+                executor_.run(*p.update, KernelBuffers{inputs, *target, dims});
+                return;
             }
             const HostBuffer* scatter_inputs[] = {inputs[1], inputs[2]};
             executor_.run(*p.scatter, KernelBuffers{scatter_inputs, *target, dims});
             return;
         }
         HostBuffer out(node.spec.dtype, static_cast<std::size_t>(n));
-        executor_.run(*p.kernel, KernelBuffers{inputs, out, dims});
-        buffers_[id] = std::move(out);
+        if (p.custom) executor_.run(*p.custom, KernelBuffers{inputs, out, dims});
+        else executor_.run(*p.kernel, KernelBuffers{inputs, out, dims});
+        v.results[id] = std::move(out);
     }
 
-    // A node's data: its own buffer, or for an in-place Scatter (and the Output aliasing it) the carried input's.
-    const HostBuffer& buffer_of(std::uint32_t id) const {
+    // A node's data: an input's bound buffer, its own result, or for an in-place
+    // Scatter (and the Output aliasing it) the carried input's buffer.
+    const HostBuffer& buffer_of(const Variant& v, std::uint32_t id) const {
         std::uint32_t at = id;
-        if (plan_.nodes[at].aliases_source) at = nodes_[at].sources[0];
-        if (plan_.nodes[at].in_place_input) at = *plan_.nodes[at].in_place_input;
-        check(buffers_[at].has_value(), "get", "node {} has not been computed; call execute first", id);
-        return *buffers_[at];
+        if (v.plan.nodes[at].aliases_source) at = v.nodes[at].sources[0];
+        if (v.plan.nodes[at].in_place_input) at = *v.plan.nodes[at].in_place_input;
+        if (v.plan.nodes[at].role == PlannedNode::Role::Input) {
+            const auto it = inputs_.find(v.nodes[at].spec.hlir);
+            check(it != inputs_.end(), "get", "input node {} has no data; call set_data", id);
+            return it->second;
+        }
+        check(v.results[at].has_value(), "get", "node {} has not been computed; call execute first", id);
+        return *v.results[at];
     }
 
-    void release_if_dead(std::uint32_t source, std::uint32_t consumer) {
-        const auto role = plan_.nodes[source].role;
-        const auto kind = static_cast<OpKind>(nodes_[source].spec.kind);
+    void release_if_dead(Variant& v, std::uint32_t source, std::uint32_t consumer) {
+        const auto role = v.plan.nodes[source].role;
+        const auto kind = static_cast<OpKind>(v.nodes[source].spec.kind);
         if (role == PlannedNode::Role::Input || role == PlannedNode::Role::Constant || kind == OpKind::Output) return;
-        if (plan_.nodes[source].in_place_input) return;
-        if (plan_.last_use[source] == consumer) buffers_[source].reset();
+        if (v.plan.nodes[source].in_place_input) return;
+        if (v.plan.last_use[source] == consumer) v.results[source].reset();
     }
 
     template <typename T>
     void set_values(const GraphTensor& t, std::span<const T> values) {
-        const std::uint32_t index = input_index(nodes_, t.id());
-        check_input_length(nodes_[index].spec, values.size(), index);
-        buffers_[index] = host_buffer_from_values(nodes_[index].spec.dtype, values);
+        const NodeSpec& node = bound_input(t);
+        check_input_length(node, values.size(), t.id());
+        inputs_[t.id()] = host_buffer_from_values(node.dtype, values);
     }
 
-    std::optional<std::uint32_t> same_input(const NodeSpec& input) const {
-        return bound_input_like(nodes_, input, [&](std::uint32_t i) { return buffers_[i].has_value(); });
-    }
-
-    Plan plan_;
-    std::vector<ProgramNode> nodes_;
-    std::vector<std::optional<HostBuffer>> buffers_;
+    DeviceSpec device_;
+    std::vector<Variant> variants_;  // the specializations, then the main program
+    std::map<NodeId, HostBuffer> inputs_;  // by HLIR id, shared by the variants
+    const Variant* last_ = nullptr;  // the variant the last execution ran
     Executor executor_;
 };
 

@@ -56,6 +56,10 @@ public:
                 case StepKind::Index: v.store_int(0, loads_[j].position.eval(buffers_.dims, element)); break;
                 case StepKind::Cast: v.copy_element(0, values_[s.a], 0); break;
                 case StepKind::StageValue: v.copy_element(0, (*stages_)[s.input], 0); break;
+                case StepKind::Masked:
+                    if (values_[s.a].as_double(0) != 0) v.copy_element(0, values_[s.b], 0);
+                    else v.store_int(0, 0);
+                    break;
                 case StepKind::Unary:
                 case StepKind::Binary:
                     semantics::apply(s.op, values_[s.a], s.kind == StepKind::Binary ? &values_[s.b] : nullptr, v, 0,
@@ -151,17 +155,22 @@ inline void run_rows(const Kernel& k, const KernelBuffers& buffers, std::int64_t
 inline void interpret(const Kernel& k, const KernelBuffers& buffers) {
     using namespace interpreter_detail;
     const std::int64_t count = k.count.eval(buffers.dims);
-    check(static_cast<std::int64_t>(buffers.out.size()) >= count, "cuda kernel", "node {}: {} outputs into a {}-element buffer",
-          k.node, count, buffers.out.size());
+    check(k.store_at || static_cast<std::int64_t>(buffers.out.size()) >= count, "cuda kernel",
+          "node {}: {} outputs into a {}-element buffer", k.node, count, buffers.out.size());
     if (k.shape == Kernel::Shape::Row) {
         run_rows(k, buffers, count);
         return;
     }
     BodyRunner body(k.body, k.node, buffers);
     if (k.shape == Kernel::Shape::Elementwise) {
+        const std::optional<Expression> at = k.store_at ? std::optional(k.store_at->bind(buffers.dims)) : std::nullopt;
+        const std::int64_t n = k.store_count.eval(buffers.dims);
         for (std::int64_t z = 0; z < count; ++z) {
             body.run(z);
-            buffers.out.copy_element(static_cast<std::size_t>(z), body.result(), 0);
+            const std::int64_t to = at ? at->eval(buffers.dims, z) : z;
+            check(!at || (to >= 0 && to < n), "Scatter", "node {}: index {} at position {} is out of range for {} elements", k.node,
+                  to, z, n);
+            buffers.out.copy_element(static_cast<std::size_t>(to), body.result(), 0);
         }
         return;
     }

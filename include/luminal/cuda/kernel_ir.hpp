@@ -14,6 +14,7 @@
 // Loads read kernel inputs through views (ShapeTrackers over the element
 // index), or, for a gather, at the logical index another step computed.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,15 +25,17 @@
 
 namespace luminal::cuda {
 
-enum class StepKind : std::uint8_t { Load, Constant, Index, Unary, Binary, Cast, StageValue };
+// Masked: step b's value where step a is nonzero, else 0 (a read through padding).
+enum class StepKind : std::uint8_t { Load, Constant, Index, Unary, Binary, Cast, StageValue, Masked };
 
 inline constexpr std::int32_t kAtElement = -1;
+inline constexpr unsigned kThreadsPerBlock = 256;  // every generated kernel's block
 
 struct Step {
     StepKind kind = StepKind::Constant;
     DType dtype = DType::F32;  // of the step's value
     OpKind op = OpKind::Add;   // Unary, Binary
-    std::uint16_t a = 0, b = 0;  // operand steps (Unary, Binary, Cast)
+    std::uint16_t a = 0, b = 0;  // operand steps (Unary, Binary, Cast, Masked)
     std::uint16_t input = 0;     // Load: kernel input; StageValue: the row stage
     ShapeTracker view;           // Load: how the input is read
     std::int32_t at = kAtElement;  // Load: the element index, or the step holding a logical index (gather, bounds-checked)
@@ -44,6 +47,15 @@ struct Step {
 
 struct Body {
     std::vector<Step> steps;  // the last one is the result
+    std::size_t hash() const {
+        std::size_t h = 0xB0D7u;
+        for (const Step& s : steps) {
+            h = (h ^ (static_cast<std::size_t>(s.kind) << 8 | static_cast<std::size_t>(s.dtype) | static_cast<std::size_t>(s.op) << 16)) * 0x100000001B3ull;
+            h = (h ^ (std::size_t{s.a} << 32 | std::size_t{s.b} << 16 | s.input)) * 0x9E3779B97F4A7C15ull;
+            h ^= s.view.hash() + s.index.hash() * 31 + static_cast<std::size_t>(s.at + 1) * 0x2545F491u + std::hash<double>{}(s.value);
+        }
+        return h;
+    }
     std::uint16_t add(Step s) {
         steps.push_back(std::move(s));
         return static_cast<std::uint16_t>(steps.size() - 1);
@@ -83,12 +95,17 @@ struct Kernel {
     Expression extent = 1, inner = 1;
     ReduceStrategy strategy = ReduceStrategy::ThreadPerOutput;
     std::vector<RowStageKernel> stages;  // Row only
+    // Elementwise only: each element is stored at this position (over the
+    // element index) of an output of `store_count` elements, instead of at the
+    // element; the positions of distinct elements are distinct.
+    std::optional<Expression> store_at;
+    Expression store_count = 0;
     std::uint32_t node = 0;  // program node, for error messages
 
     friend bool operator==(const Kernel& x, const Kernel& y) {
         return x.shape == y.shape && x.inputs == y.inputs && x.out == y.out && x.body == y.body && x.count == y.count &&
                x.fold == y.fold && x.extent == y.extent && x.inner == y.inner && x.strategy == y.strategy &&
-               x.stages == y.stages;
+               x.stages == y.stages && x.store_at == y.store_at && x.store_count == y.store_count;
     }
 };
 

@@ -8,6 +8,7 @@
 
 #include "luminal/cuda/kernel_ir.hpp"
 #include "luminal/cuda/reduce_op.hpp"
+#include "luminal/cuda/region_op.hpp"
 #include "luminal/cuda/row_op.hpp"
 #include "luminal/graph/program.hpp"
 #include "luminal/lowering/fused_elementwise.hpp"
@@ -160,6 +161,11 @@ inline std::optional<Kernel> kernel_for(const NodeSpec& spec, std::span<const DT
     using namespace lowering_detail;
     if (spec.op.payload) {
         if (auto* fused = spec.payload_as<FusedElementwiseOp>()) return fused_kernel(spec, *fused->program, dtypes, node);
+        if (auto* region = spec.payload_as<RegionOp>()) {
+            Kernel k = elementwise_frame(spec, dtypes, node);
+            k.body = region->body;
+            return k;
+        }
         if (spec.payload_as<MatmulOp>()) return matmul_kernel(spec, dtypes, node);
         if (auto* row = spec.payload_as<RowOp>()) return row_kernel(spec, *row, dtypes, node);
         if (auto* reduce = spec.payload_as<ReduceOp>())

@@ -270,6 +270,9 @@ inline void print_body(const Body& body, const std::string& index, ExpressionPri
             }
             case StepKind::Constant: out += fmt::format("    const {} {} = {};\n", type, v, literal(s.value, s.dtype)); break;
             case StepKind::StageValue: out += fmt::format("    const {} {} = stage{};\n", type, v, s.input); break;
+            case StepKind::Masked:
+                out += fmt::format("    const {0} {1} = {2} != 0 ? {3} : ({0})0;\n", type, v, operand(s.a), operand(s.b));
+                break;
             case StepKind::Index:
                 out += fmt::format("    const {} {} = {};\n", type, v, convert(DType::I64, s.dtype, exprs.print(s.index, index)));
                 break;
@@ -296,12 +299,15 @@ inline void print_body(const Body& body, const std::string& index, ExpressionPri
     }
 }
 
-inline std::string signature(std::string_view entry, const Kernel& k) {
-    std::string params = fmt::format("{}* __restrict__ out", storage_type(k.out));
-    for (std::size_t i = 0; i < k.inputs.size(); ++i)
-        params += fmt::format(", const {}* __restrict__ in{}", storage_type(k.inputs[i]), i);
+// The kernel's parameters: out, the inputs, a scratch buffer where it keeps one, dims, fault and node.
+inline std::string signature(std::string_view entry, DType out, std::span<const DType> inputs, bool scratch = false) {
+    std::string params = fmt::format("{}* __restrict__ out", storage_type(out));
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        params += fmt::format(", const {}* __restrict__ in{}", storage_type(inputs[i]), i);
+    if (scratch) params += ", float* __restrict__ scratch";
     return fmt::format("extern \"C\" __global__ void {}({}, const i64* __restrict__ dims, i64* fault, int node)", entry, params);
 }
+inline std::string signature(std::string_view entry, const Kernel& k) { return signature(entry, k.out, k.inputs); }
 
 inline std::string fold_step(OpKind fold, DType value, const std::string& acc, const std::string& v) {
     if (fold == OpKind::SumReduce) return is_float(value) ? acc + " + " + v : "luminal_add(" + acc + ", " + v + ")";
@@ -339,12 +345,19 @@ inline std::string kernel_source(const Kernel& k) {
         ExpressionPrinter counts(loop, "c");
         const std::string count = counts.print(k.count, "0");
         print_body(k.body, "z", exprs, body);
+        std::string at = "z";
+        if (k.store_at) {
+            const std::string position = exprs.print(*k.store_at, "z"), n = counts.print(k.store_count, "0");
+            body += fmt::format("    const i64 at = {0};\n    if (at < 0 || at >= {1}) {{ luminal_fault(fault, {2}, node, at, {1}); continue; }}\n",
+                                position, n, static_cast<int>(FaultCode::ScatterIndex));
+            at = "at";
+        }
         std::string code = signature(kElementwiseEntry, k) + " {\n";
         code += dim_declarations({&exprs, &counts}) + loop;
         code += "  for (i64 z = blockIdx.x * (i64)blockDim.x + threadIdx.x; z < " + count +
                 "; z += (i64)gridDim.x * blockDim.x) {\n";
         code += body;
-        code += fmt::format("    out[z] = {};\n  }}\n}}\n", narrow(k.out, convert(last, k.out, result)));
+        code += fmt::format("    out[{}] = {};\n  }}\n}}\n", at, narrow(k.out, convert(last, k.out, result)));
         return head + code;
     }
     std::string sizes;

@@ -10,26 +10,37 @@
 #include <string>
 #include <vector>
 
+#include "luminal/cuda/custom_kernels.hpp"
 #include "luminal/cuda/kernel_lowering.hpp"
 #include "luminal/cuda/kernel_source.hpp"
 #include "luminal/cuda/vector_reduce_source.hpp"
+#include "luminal/cuda/write_at_op.hpp"
 #include "luminal/graph/program.hpp"
 
 namespace luminal::cuda {
 
 struct PlannedNode {
-    enum class Role : std::uint8_t { Input, Constant, Kernel, Scatter, HostOp };
+    // Update: input 0's data with some elements rewritten (a cache write): a copy unless in place, then `update`.
+    enum class Role : std::uint8_t { Input, Constant, Kernel, Scatter, Update, HostOp };
     Role role = Role::Input;
-    std::optional<Kernel> kernel;          // Kernel; Scatter: the dest copy unless in place
+    std::optional<Kernel> kernel;          // Kernel; Scatter, Update: the dest copy unless in place
+    std::optional<Kernel> update;          // Update: the kernel writing the new elements
     std::optional<ScatterKernel> scatter;  // Scatter
+    std::shared_ptr<const CustomKernel> custom;  // Kernel: one with its own thread layout
     std::optional<std::uint32_t> in_place_input;  // Scatter writing into this carried Input's buffer
     bool aliases_source = false;                  // Output whose source's buffer it is (an in-place Scatter)
 };
+
+inline constexpr std::uint32_t kNoGroup = ~std::uint32_t{0};
 
 struct Plan {
     std::vector<PlannedNode> nodes;
     std::vector<std::uint32_t> last_use;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> carried;  // (Output, Input)
+    // Consecutive independent one-launch kernels run as one launch (a group:
+    // q, k and v projections, say); group[n] is node n's (kNoGroup: its own
+    // launch), step[n] the launch it runs in, which liveness counts in.
+    std::vector<std::uint32_t> group, step;
 };
 
 namespace plan_detail {
@@ -40,8 +51,10 @@ inline void plan_in_place(const std::vector<ProgramNode>& nodes, Plan& plan) {
         const std::uint32_t s = out.sources[0];
         const ProgramNode& scatter = nodes[s];
         const NodeSpec& in = nodes[input].spec;
-        const bool in_place = plan.nodes[s].role == PlannedNode::Role::Scatter && scatter.sources[0] == input &&
-                              scatter.sources[1] != input && scatter.sources[2] != input && plan.last_use[input] == s &&
+        const auto role = plan.nodes[s].role;
+        const bool writes_input = (role == PlannedNode::Role::Scatter || role == PlannedNode::Role::Update) && scatter.sources[0] == input &&
+                                  std::count(scatter.sources.begin(), scatter.sources.end(), input) == 1;
+        const bool in_place = writes_input && plan.last_use[input] == s &&
                               scatter.spec.views[0].is_contiguous() && product(scatter.spec.views[0].dims()) == product(in.shape) &&
                               scatter.spec.dtype == in.dtype && out.spec.dtype == in.dtype &&
                               out.spec.views[0].is_contiguous() && product(scatter.spec.shape) == product(out.spec.shape);
@@ -53,7 +66,92 @@ inline void plan_in_place(const std::vector<ProgramNode>& nodes, Plan& plan) {
     }
 }
 
+inline constexpr std::size_t kMaxGroupMembers = 8;
+
+// Whether node n is one launch of a fixed kernel (no dims-dependent form) that may share a launch.
+inline bool groupable(const PlannedNode& p) {
+    if (p.role == PlannedNode::Role::Update) return p.in_place_input.has_value();
+    if (p.role != PlannedNode::Role::Kernel || p.aliases_source) return false;
+    return p.custom || (p.kernel && !vector_kernel_source(*p.kernel));
+}
+
+// The buffer a node's launch writes: a carried input's when in place, else its own.
+inline std::uint32_t written_buffer(const Plan& plan, std::uint32_t n) {
+    return plan.nodes[n].in_place_input ? *plan.nodes[n].in_place_input : n;
+}
+
+inline void assign_groups(const std::vector<ProgramNode>& nodes, Plan& plan) {
+    plan.group.assign(nodes.size(), kNoGroup);
+    plan.step.assign(nodes.size(), 0);
+    std::vector<std::uint32_t> members;
+    std::uint32_t groups = 0, step = 0;
+    auto close = [&] {
+        if (members.size() > 1)
+            for (std::uint32_t m : members) plan.group[m] = groups;
+        if (members.size() > 1) ++groups;
+        if (!members.empty()) ++step;
+        members.clear();
+    };
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        const PlannedNode& p = plan.nodes[n];
+        if (p.role == PlannedNode::Role::Input || p.role == PlannedNode::Role::Constant || p.aliases_source) {
+            plan.step[n] = step;
+            continue;
+        }
+        if (!groupable(p)) {
+            close();
+            plan.step[n] = step++;
+            continue;
+        }
+        // Independent of the members: it reads nothing they write and writes nothing they read.
+        bool independent = members.size() < kMaxGroupMembers;
+        for (std::uint32_t m : members) {
+            for (std::uint32_t s : nodes[n].sources) independent = independent && written_buffer(plan, m) != s && m != s;
+            for (std::uint32_t s : nodes[m].sources) independent = independent && written_buffer(plan, n) != s;
+        }
+        if (!independent) close();
+        members.push_back(n);
+        plan.step[n] = step;
+    }
+    close();
+}
+
 }  // namespace plan_detail
+
+// How node `id` runs, from its spec and its sources' dtypes.
+inline PlannedNode plan_node(const NodeSpec& spec, std::span<const DType> dtypes, std::uint32_t id) {
+    PlannedNode p;
+    const auto kind = static_cast<OpKind>(spec.kind);
+    if (!spec.op.payload && kind == OpKind::Input) {
+        p.role = PlannedNode::Role::Input;
+    } else if (!spec.op.payload && kind == OpKind::Constant) {
+        p.role = PlannedNode::Role::Constant;
+    } else if (!spec.op.payload && kind == OpKind::Scatter) {
+        p.role = PlannedNode::Role::Scatter;
+        p.kernel = scatter_copy_kernel(spec, dtypes, id);
+        p.scatter = scatter_kernel(spec, dtypes, id);
+    } else if (const auto* write = spec.payload_as<WriteAtOp>()) {
+        p.role = PlannedNode::Role::Update;
+        p.kernel = scatter_copy_kernel(spec, dtypes, id);
+        Kernel k = lowering_detail::elementwise_frame(spec, dtypes, id);
+        k.body = write->body;
+        k.count = write->count;
+        k.store_at = write->at;
+        k.store_count = product(spec.shape);
+        p.update = std::move(k);
+    } else if (auto custom = custom_kernel_for(spec, dtypes, id)) {
+        p.role = PlannedNode::Role::Kernel;
+        p.custom = std::move(custom);
+    } else if (auto kernel = kernel_for(spec, dtypes, id)) {
+        p.role = PlannedNode::Role::Kernel;
+        p.kernel = std::move(kernel);
+    } else if (spec.op.payload) {
+        p.role = PlannedNode::Role::HostOp;
+    } else {
+        throw Error("cuda::plan", fmt::format("node {}: no CUDA kernel for op {}", id, symbol_name(spec.kind)));
+    }
+    return p;
+}
 
 inline Plan plan_program(const Program& program) {
     Plan plan;
@@ -72,27 +170,18 @@ inline Plan plan_program(const Program& program) {
             plan.last_use[s] = std::max(plan.last_use[s], id);
             dtypes.push_back(nodes[s].spec.dtype);
         }
-        PlannedNode& p = plan.nodes[id];
-        const auto kind = static_cast<OpKind>(node.spec.kind);
-        if (!node.spec.op.payload && kind == OpKind::Input) {
-            p.role = PlannedNode::Role::Input;
-        } else if (!node.spec.op.payload && kind == OpKind::Constant) {
-            p.role = PlannedNode::Role::Constant;
-        } else if (!node.spec.op.payload && kind == OpKind::Scatter) {
-            p.role = PlannedNode::Role::Scatter;
-            p.kernel = scatter_copy_kernel(node.spec, dtypes, id);
-            p.scatter = scatter_kernel(node.spec, dtypes, id);
-        } else if (auto kernel = kernel_for(node.spec, dtypes, id)) {
-            p.role = PlannedNode::Role::Kernel;
-            p.kernel = std::move(kernel);
-        } else if (node.spec.op.payload) {
-            p.role = PlannedNode::Role::HostOp;
-        } else {
-            throw Error("cuda::plan", fmt::format("node {}: no CUDA kernel for op {}", id, symbol_name(node.spec.kind)));
-        }
+        plan.nodes[id] = plan_node(node.spec, dtypes, id);
     }
     plan_detail::plan_in_place(nodes, plan);
+    plan_detail::assign_groups(nodes, plan);
     return plan;
+}
+
+// The source and entry of a node that runs as one launch (plan_detail::groupable).
+inline std::pair<std::string, std::string_view> member_source(const PlannedNode& p) {
+    if (p.custom) return {p.custom->source(), p.custom->entry()};
+    if (p.update) return {kernel_source(*p.update), kElementwiseEntry};
+    return {kernel_source(*p.kernel), kernel_entry(*p.kernel)};
 }
 
 // Every distinct generated source of a plan: what NVRTC compiles for it.
@@ -106,6 +195,8 @@ inline std::vector<std::string> plan_sources(const Plan& plan) {
         if (p.kernel)
             if (auto vector = vector_kernel_source(*p.kernel)) add(std::move(*vector));
         if (p.scatter) add(kernel_source(*p.scatter));
+        if (p.update) add(kernel_source(*p.update));
+        if (p.custom) add(p.custom->source());
     }
     return out;
 }

@@ -13,25 +13,30 @@
 
 namespace luminal::cuda {
 
-inline std::string row_kernel_source(const Kernel& k) {
-    using namespace source_detail;
-    const bool block = k.strategy == ReduceStrategy::BlockPerOutput;
-    std::string sizes;
-    ExpressionPrinter size_exprs(sizes, "c");
-    const std::string count = size_exprs.print(k.count, "0"), extent = size_exprs.print(k.extent, "0");
+// Printed bodies and the printers that named their subexpressions (whose
+// dims the kernel declares), kept where their addresses stay put.
+struct PrintedBodies {
     std::deque<std::string> bodies;
-    std::deque<ExpressionPrinter> printers;
-    auto print = [&](const Body& body, std::string prefix, const std::string& index) -> const std::string& {
+    std::deque<source_detail::ExpressionPrinter> printers;
+    const std::string& print(const Body& body, std::string prefix, const std::string& index) {
         bodies.emplace_back();
         printers.emplace_back(bodies.back(), std::move(prefix));
-        print_body(body, index, printers.back(), bodies.back());
+        source_detail::print_body(body, index, printers.back(), bodies.back());
         return bodies.back();
-    };
+    }
+};
+
+// The statements giving each stage's per-row value `stage<j>` for the row
+// starting at element `base`, spread over a warp (lane, 32) or a block
+// (threadIdx.x, blockDim.x; shared partial_f / partial_i and `warp` declared).
+inline std::string row_stages_source(const std::vector<RowStageKernel>& stages, bool block, const std::string& extent,
+                                     PrintedBodies& printed) {
+    using namespace source_detail;
     const std::string first = block ? "(i64)threadIdx.x" : "(i64)lane", stride = block ? "(i64)blockDim.x" : "32LL";
     std::string rows;
-    for (std::size_t j = 0; j < k.stages.size(); ++j) {
-        const RowStageKernel& stage = k.stages[j];
-        const std::string& body = print(stage.body, fmt::format("s{}e", j), "i");
+    for (std::size_t j = 0; j < stages.size(); ++j) {
+        const RowStageKernel& stage = stages[j];
+        const std::string& body = printed.print(stage.body, fmt::format("s{}e", j), "i");
         const std::string result = fmt::format("v{}", stage.body.steps.size() - 1);
         const DType value = stage.body.steps.back().dtype;
         rows += fmt::format("    {} stage{};\n    {{\n", value_type(stage.dtype), j);
@@ -53,13 +58,29 @@ inline std::string row_kernel_source(const Kernel& k) {
         rows += fmt::format("    stage{} = {};\n    }}\n", j,
                             convert(is_float(value) ? DType::F32 : DType::I64, stage.dtype, "acc"));
     }
-    const std::string& element = print(k.body, "e", "z");
+    return rows;
+}
+
+inline std::string declarations_of(const source_detail::ExpressionPrinter& sizes, const PrintedBodies& printed) {
+    std::vector<const source_detail::ExpressionPrinter*> used{&sizes};
+    for (const source_detail::ExpressionPrinter& p : printed.printers) used.push_back(&p);
+    return source_detail::dim_declarations(used);
+}
+
+inline std::string row_kernel_source(const Kernel& k) {
+    using namespace source_detail;
+    const bool block = k.strategy == ReduceStrategy::BlockPerOutput;
+    std::string sizes;
+    ExpressionPrinter size_exprs(sizes, "c");
+    const std::string count = size_exprs.print(k.count, "0"), extent = size_exprs.print(k.extent, "0");
+    PrintedBodies printed;
+    std::string rows = row_stages_source(k.stages, block, extent, printed);
+    const std::string first = block ? "(i64)threadIdx.x" : "(i64)lane", stride = block ? "(i64)blockDim.x" : "32LL";
+    const std::string& element = printed.print(k.body, "e", "z");
     const DType last = k.body.steps.back().dtype;
     rows += fmt::format("    for (i64 r = {}; r < {}; r += {}) {{\n    const i64 z = base + r;\n{}    out[z] = {};\n    }}\n", first,
                         extent, stride, element, narrow(k.out, convert(last, k.out, fmt::format("v{}", k.body.steps.size() - 1))));
-    std::vector<const ExpressionPrinter*> used{&size_exprs};
-    for (const ExpressionPrinter& p : printers) used.push_back(&p);
-    std::string code = signature(kRowEntry, k) + " {\n" + dim_declarations(used) + sizes;
+    std::string code = signature(kRowEntry, k) + " {\n" + declarations_of(size_exprs, printed) + sizes;
     code += fmt::format("  const i64 rows = {1} > 0 ? {0} / {1} : 0LL;\n", count, extent);
     code += "  const int lane = threadIdx.x & 31;\n";
     if (block) {

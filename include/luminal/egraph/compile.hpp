@@ -21,6 +21,10 @@ inline void write_file(const std::filesystem::path& path, const std::string& tex
 }
 }  // namespace detail
 
+// A runtime that holds a program's specializations and runs the one matching each execution's dims.
+template <typename Runtime>
+concept RunsSpecializations = requires { requires Runtime::runs_specializations; };
+
 // What a compilation did: the saturation report, the search, the program.
 struct CompileReport {
     egraph::RunReport saturation;
@@ -44,8 +48,20 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
     report.saturation = egraph::saturate(h.graph, h.ctx, typename Runtime::Rules{}, options.saturation);
     auto start = std::chrono::steady_clock::now();
     egraph::SearchResult found = egraph::search(h, runtime, graph, options, verbosity);
-    report.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     found.program.carried = graph.carried();
+    if constexpr (RunsSpecializations<Runtime>)
+        for (const Specialization& special : options.specializations) {
+            CompileOptions at = options;
+            at.workloads = special.workloads;
+            for (Workload& w : at.workloads)
+                for (auto [c, v] : special.fixed.entries()) w.dims.set(c, v);
+            egraph::SearchResult specialized = egraph::search(h, runtime, graph, at, verbosity);
+            specialized.program.carried = graph.carried();
+            specialized.program.fixed_dims = special.fixed;
+            found.program.specializations.push_back(std::move(specialized.program));
+            found.candidates += specialized.candidates;
+        }
+    report.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     report.candidates = found.candidates;
     report.best_seconds = found.best_seconds;
     if (verbosity >= 2) std::fputs(report.saturation.to_string().c_str(), stderr);

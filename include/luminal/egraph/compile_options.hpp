@@ -11,6 +11,12 @@
 
 namespace luminal {
 
+// Executions whose dims include `fixed` (a decode step: s = 1) get their own program.
+struct Specialization {
+    DynMap fixed;
+    std::vector<Workload> workloads;
+};
+
 struct CompileOptions {
     std::size_t search_candidates = 1;  // programs to profile; 1 = the cost model's choice only
     double search_seconds = 0;          // wall-time budget for profiling; 0 = none
@@ -26,6 +32,10 @@ struct CompileOptions {
     // often it runs (a model session: a decode step at a mid-size cache and a
     // prompt). Empty: the graph's dims as set, unset ones at 256.
     std::vector<Workload> workloads;
+    // Programs for particular dims, each extracted (and searched) at its own
+    // workloads from the same saturated e-graph, for runtimes that hold
+    // several (Runtime::runs_specializations); others run the main program.
+    std::vector<Specialization> specializations;
 };
 
 }  // namespace luminal

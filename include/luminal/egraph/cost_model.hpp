@@ -4,6 +4,7 @@
 // and from what a node moves and computes at representative sizes.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -12,10 +13,23 @@
 
 namespace luminal {
 
+// What the cost model knows of a node it prices: its spec, and for each input
+// the dtype, the shape and whether it is bound data (an Input or Constant).
+struct NodeCostQuery {
+    const NodeSpec& spec;
+    std::span<const DType> input_dtypes;
+    std::span<const Shape> input_shapes;        // empty when not known
+    std::span<const std::uint8_t> input_bound;  // empty when not known
+    const DynMap& dims;
+};
+
 struct CostModel {
     double bytes_per_second = 1e10;   // memory bandwidth a kernel streams at
     double launch_seconds = 4e-7;     // fixed cost of running one more kernel
     double flops_per_second = 1.6e11; // arithmetic rate of a backend op's flops()
+    // A runtime's own pricing of a node (its launches, their parallelism);
+    // when unset, node_seconds' estimate from the three numbers above.
+    std::function<double(const NodeCostQuery&)> price = {};
 };
 
 // Sizes a compilation is priced and profiled at, and how often each runs.
@@ -48,22 +62,28 @@ inline std::vector<Workload> costing_workloads(const std::vector<Workload>& give
     return out;
 }
 
-// Seconds one execution of node `s` takes under `model`: its output and its
-// inputs (of the given dtypes) streamed once, one launch, and the arithmetic
-// a backend op declares.
-inline double node_seconds(const NodeSpec& s, std::span<const DType> input_dtypes, const DynMap& dims, const CostModel& model) {
+// Seconds one execution of node `s` takes under `model`: the runtime's own
+// price, else its output and its inputs (of the given dtypes) streamed once,
+// one launch, and the arithmetic a backend op declares.
+inline double node_seconds(const NodeCostQuery& q, const CostModel& model) {
+    if (model.price) return model.price(q);
+    const NodeSpec& s = q.spec;
     if (s.kind == symbol_of(OpKind::Input) || s.kind == symbol_of(OpKind::Constant)) return 1 / model.bytes_per_second;
     auto elements = [&](const Shape& shape) {
         double n = 1;
-        for (auto& d : shape) n *= static_cast<double>(std::max<std::int64_t>(d.eval(dims), 0));
+        for (auto& d : shape) n *= static_cast<double>(std::max<std::int64_t>(d.eval(q.dims), 0));
         return n;
     };
     double bytes = elements(s.shape) * static_cast<double>(size_of(s.dtype));
     for (std::size_t k = 0; k < s.views.size(); ++k)
-        bytes += elements(s.views[k].dims()) * static_cast<double>(size_of(k < input_dtypes.size() ? input_dtypes[k] : s.dtype));
+        bytes += elements(s.views[k].dims()) * static_cast<double>(size_of(k < q.input_dtypes.size() ? q.input_dtypes[k] : s.dtype));
     double seconds = model.launch_seconds + bytes / model.bytes_per_second;
-    if (s.op.payload) seconds += s.op.payload->flops(OpCostQuery{s.views, s.shape, s.dtype, dims}) / model.flops_per_second;
+    if (s.op.payload) seconds += s.op.payload->flops(OpCostQuery{s.views, s.shape, s.dtype, q.dims}) / model.flops_per_second;
     return seconds;
+}
+
+inline double node_seconds(const NodeSpec& s, std::span<const DType> input_dtypes, const DynMap& dims, const CostModel& model) {
+    return node_seconds(NodeCostQuery{s, input_dtypes, {}, {}, dims}, model);
 }
 
 }  // namespace luminal

@@ -19,100 +19,6 @@ namespace luminal::egraph {
 inline constexpr ENodeId kNoChoice = std::numeric_limits<ENodeId>::max();
 using Choice = std::vector<ENodeId>;  // indexed by canonical class id
 
-// The cheapest e-node per class by amortised cost: a class used by u parent
-// classes passes 1/u of its cost to each. (Summed tree costs count a shared
-// subgraph once per path to it, which grows exponentially with depth, since a
-// residual stream is read by every layer, until the differences between
-// alternatives vanish below double precision.) Amortised costs can favour a
-// node that leads back to its own class, so the choice is then made top-down,
-// each class taking its cheapest node that does not reach a class whose choice
-// is still open above it: the result is always acyclic.
-inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const std::vector<Workload>& workloads,
-                               const CostModel& model) {
-    constexpr double inf = std::numeric_limits<double>::infinity();
-    std::vector<DType> class_dtype(g.class_capacity(), DType::F32);
-    for (ENodeId n = 0; n < g.total_nodes(); ++n)
-        if (g.alive(n)) class_dtype[g.class_of(n)] = ctx.spec(g, n).dtype;
-    auto own_cost = [&](ENodeId n) {
-        std::vector<DType> inputs;
-        for (ClassId c : g.children(n)) inputs.push_back(class_dtype[g.find(c)]);
-        double seconds = 0;
-        for (const Workload& w : workloads) seconds += w.weight * node_seconds(ctx.spec(g, n), inputs, w.dims, model);
-        return seconds;
-    };
-    std::vector<double> uses(g.class_capacity(), 0);
-    {
-        std::vector<std::uint64_t> edges;
-        for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-            if (!g.alive(n)) continue;
-            const std::uint64_t parent = g.class_of(n);
-            for (ClassId c : g.children(n)) edges.push_back(parent << 32 | g.find(c));
-        }
-        std::sort(edges.begin(), edges.end());
-        edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-        for (std::uint64_t e : edges) uses[static_cast<ClassId>(e & 0xffffffffu)] += 1;
-    }
-    std::vector<double> cost(g.class_capacity(), inf);
-    std::vector<double> own(g.total_nodes(), -1), total(g.total_nodes(), inf);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-            if (!g.alive(n)) continue;
-            double t = own[n] < 0 ? (own[n] = own_cost(n)) : own[n];
-            for (ClassId c : g.children(n)) {
-                const ClassId child = g.find(c);
-                t += cost[child] / std::max(uses[child], 1.0);
-            }
-            total[n] = t;
-            if (t < cost[g.class_of(n)]) {
-                cost[g.class_of(n)] = t;
-                changed = true;
-            }
-        }
-    }
-
-    enum : std::uint8_t { Open, Active, Done };
-    std::vector<std::uint8_t> state(g.class_capacity(), Open);
-    Choice best(g.class_capacity(), kNoChoice);
-    struct Frame {
-        ClassId cls;
-        std::size_t next_child = 0;
-    };
-    std::vector<Frame> stack;
-    std::vector<ENodeId> order;
-    auto open = [&](ClassId c) {
-        state[c] = Active;
-        order.assign(g.class_nodes(c).begin(), g.class_nodes(c).end());
-        std::stable_sort(order.begin(), order.end(), [&](ENodeId a, ENodeId b) { return total[a] < total[b]; });
-        for (ENodeId n : order) {
-            if (!g.alive(n) || total[n] == inf) continue;
-            const auto kids = g.children(n);
-            if (std::none_of(kids.begin(), kids.end(), [&](ClassId k) { return state[g.find(k)] == Active; })) {
-                best[c] = n;
-                break;
-            }
-        }
-        check(best[c] != kNoChoice, "extract", "class {} has no e-node that avoids a cycle", c);
-        stack.push_back({c});
-    };
-    for (ClassId root = 0; root < g.class_capacity(); ++root) {
-        if (g.find(root) != root || state[root] != Open || g.class_nodes(root).empty()) continue;
-        open(root);
-        while (!stack.empty()) {
-            Frame& top = stack.back();
-            const auto kids = g.children(best[top.cls]);
-            if (top.next_child < kids.size()) {
-                const ClassId child = g.find(kids[top.next_child++]);
-                if (state[child] == Open) open(child);
-            } else {
-                state[top.cls] = Done;
-                stack.pop_back();
-            }
-        }
-    }
-    return best;
-}
-
 // True when the chosen e-nodes reachable from roots form a DAG.
 inline bool is_acyclic(const EGraph& g, const Choice& choice, const std::vector<ClassId>& roots) {
     enum : std::uint8_t { Unseen, Active, Done };
@@ -170,6 +76,186 @@ inline std::vector<ClassId> reachable_postorder(const EGraph& g, const Choice& c
         }
     }
     return order;
+}
+
+
+namespace extract_detail {
+
+// The cheapest e-node per class by amortised cost: a class used by u parents
+// passes 1/u of its cost to each. Amortised costs can favour a node that
+// leads back to its own class, so the choice is then made top-down, each
+// class taking its cheapest node that does not reach a class whose choice is
+// still open above it: the result is always acyclic.
+inline Choice choose(const EGraph& g, const std::vector<double>& own, const std::vector<double>& uses) {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> cost(g.class_capacity(), inf);
+    std::vector<double> total(g.total_nodes(), inf);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (ENodeId n = 0; n < g.total_nodes(); ++n) {
+            if (!g.alive(n)) continue;
+            double t = own[n];
+            for (ClassId c : g.children(n)) {
+                const ClassId child = g.find(c);
+                t += cost[child] / std::max(uses[child], 1.0);
+            }
+            total[n] = t;
+            if (t < cost[g.class_of(n)]) {
+                cost[g.class_of(n)] = t;
+                changed = true;
+            }
+        }
+    }
+
+    enum : std::uint8_t { Open, Active, Done };
+    std::vector<std::uint8_t> state(g.class_capacity(), Open);
+    Choice best(g.class_capacity(), kNoChoice);
+    struct Frame {
+        ClassId cls;
+        std::size_t next_child = 0;
+    };
+    std::vector<Frame> stack;
+    std::vector<ENodeId> order;
+    auto open = [&](ClassId c) {
+        state[c] = Active;
+        order.assign(g.class_nodes(c).begin(), g.class_nodes(c).end());
+        std::stable_sort(order.begin(), order.end(), [&](ENodeId a, ENodeId b) { return total[a] < total[b]; });
+        for (ENodeId n : order) {
+            if (!g.alive(n) || total[n] == inf) continue;
+            const auto kids = g.children(n);
+            if (std::none_of(kids.begin(), kids.end(), [&](ClassId k) { return state[g.find(k)] == Active; })) {
+                best[c] = n;
+                break;
+            }
+        }
+        check(best[c] != kNoChoice, "extract", "class {} has no e-node that avoids a cycle", c);
+        stack.push_back({c});
+    };
+    for (ClassId root = 0; root < g.class_capacity(); ++root) {
+        if (g.find(root) != root || state[root] != Open || g.class_nodes(root).empty()) continue;
+        open(root);
+        while (!stack.empty()) {
+            Frame& top = stack.back();
+            const auto kids = g.children(best[top.cls]);
+            if (top.next_child < kids.size()) {
+                const ClassId child = g.find(kids[top.next_child++]);
+                if (state[child] == Open) open(child);
+            } else {
+                state[top.cls] = Done;
+                stack.pop_back();
+            }
+        }
+    }
+    return best;
+}
+
+// Parent classes of each class: every class whose e-nodes read it.
+inline std::vector<double> parent_classes(const EGraph& g) {
+    std::vector<double> uses(g.class_capacity(), 0);
+    std::vector<std::uint64_t> edges;
+    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
+        if (!g.alive(n)) continue;
+        const std::uint64_t parent = g.class_of(n);
+        for (ClassId c : g.children(n)) edges.push_back(parent << 32 | g.find(c));
+    }
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    for (std::uint64_t e : edges) uses[static_cast<ClassId>(e & 0xffffffffu)] += 1;
+    return uses;
+}
+
+// Re-picks one class at a time (parents first) wherever another of its nodes
+// lowers the program's summed cost and keeps it acyclic, until no pick does:
+// a fused node that replaces a chain of classes wins once the chain's classes
+// drop out of the program.
+inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, const std::vector<ClassId>& roots, Choice best,
+                              double best_total) {
+    auto total_of = [&](const Choice& c) {
+        double t = 0;
+        for (ClassId k : reachable_postorder(g, c, roots)) t += own[c[k]];
+        return t;
+    };
+    constexpr int kPasses = 4;
+    for (int pass = 0; pass < kPasses; ++pass) {
+        bool improved = false;
+        std::vector<ClassId> order = reachable_postorder(g, best, roots);
+        std::reverse(order.begin(), order.end());
+        for (ClassId c : order) {
+            for (ENodeId n : g.class_nodes(c)) {
+                if (!g.alive(n) || n == best[c]) continue;
+                Choice trial = best;
+                trial[c] = n;
+                if (!is_acyclic(g, trial, roots)) continue;
+                const double t = total_of(trial);
+                if (t < best_total * (1 - 1e-12)) {
+                    best = std::move(trial);
+                    best_total = t;
+                    improved = true;
+                }
+            }
+        }
+        if (!improved) break;
+    }
+    return best;
+}
+
+}  // namespace extract_detail
+
+// The cheapest program for `roots`. Amortised costs split a shared class's
+// cost among its parents (summed tree costs would count a shared subgraph
+// once per path to it, which grows exponentially with depth, since a residual
+// stream is read by every layer). Counting every parent class overstates
+// sharing, though: a class read by alternatives that are never chosen looks
+// cheap to each real reader, and a fused node that replaces such a class
+// looks dear. So the choice is refined: each class's share is recounted from
+// the chosen program's own readers of it, and the program whose summed cost
+// (each chosen node once) is least wins, and is then improved one class at a time.
+inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const std::vector<Workload>& workloads,
+                               const CostModel& model, const std::vector<ClassId>& roots) {
+    std::vector<DType> class_dtype(g.class_capacity(), DType::F32);
+    std::vector<std::uint8_t> class_bound(g.class_capacity(), 0);  // holds an Input or Constant
+    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
+        if (!g.alive(n)) continue;
+        const NodeSpec& spec = ctx.spec(g, n);
+        class_dtype[g.class_of(n)] = spec.dtype;
+        if (spec.kind == symbol_of(OpKind::Input) || spec.kind == symbol_of(OpKind::Constant)) class_bound[g.class_of(n)] = 1;
+    }
+    std::vector<double> own(g.total_nodes(), 0);
+    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
+        if (!g.alive(n)) continue;
+        std::vector<DType> inputs;
+        std::vector<Shape> shapes;
+        std::vector<std::uint8_t> bound;
+        for (ClassId c : g.children(n)) {
+            inputs.push_back(class_dtype[g.find(c)]);
+            shapes.push_back(ctx.facts(g, c).shape);
+            bound.push_back(class_bound[g.find(c)]);
+        }
+        for (const Workload& w : workloads)
+            own[n] += w.weight * node_seconds(NodeCostQuery{ctx.spec(g, n), inputs, shapes, bound, w.dims}, model);
+    }
+    constexpr int kRefinements = 6;
+    std::vector<double> uses = extract_detail::parent_classes(g);
+    Choice best;
+    double best_total = std::numeric_limits<double>::infinity();
+    for (int round = 0; round < kRefinements; ++round) {
+        Choice choice = extract_detail::choose(g, own, uses);
+        const std::vector<ClassId> reached = reachable_postorder(g, choice, roots);
+        double total = 0;
+        std::vector<double> readers(g.class_capacity(), 0);
+        for (ClassId c : reached) {
+            total += own[choice[c]];
+            for (ClassId k : g.children(choice[c])) readers[g.find(k)] += 1;
+        }
+        if (total < best_total) {
+            best_total = total;
+            best = std::move(choice);
+        }
+        for (double& r : readers) r = std::max(r, 1.0);
+        if (readers == uses) break;
+        uses = std::move(readers);
+    }
+    return extract_detail::improve_locally(g, own, roots, std::move(best), best_total);
 }
 
 // Lowers an acyclic choice to a program in a deterministic execution order.

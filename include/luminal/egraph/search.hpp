@@ -142,7 +142,7 @@ struct SearchResult {
 template <typename Runtime>
 SearchResult search(const HlirEGraph& h, Runtime& rt, const Graph& graph, const CompileOptions& options, int verbosity) {
     const std::vector<Workload> workloads = costing_workloads(options.workloads, graph.dyn_map());
-    CandidateGenerator candidates(h, extract_min_cost(h.graph, h.ctx, workloads, rt.cost_model()), options.seed);
+    CandidateGenerator candidates(h, extract_min_cost(h.graph, h.ctx, workloads, rt.cost_model(), h.roots), options.seed);
     SearchResult result;
     if (options.search_candidates <= 1 || !candidates.has_alternatives()) {
         result.program = lower(h.graph, h.ctx, candidates.base(), h.roots);

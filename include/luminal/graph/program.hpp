@@ -75,6 +75,24 @@ struct ProgramNode {
 struct Program {
     std::vector<ProgramNode> nodes;  // in execution order
     std::vector<CarriedState> carried;  // by HLIR ids, as Graph::carried()
+    // The program is for executions whose dims include these (empty: any).
+    DynMap fixed_dims;
+    // Programs of the same graph chosen for particular dims (a decode step:
+    // s = 1), over the same inputs and outputs; a runtime that can hold
+    // several runs, for each execution, the first whose fixed dims match.
+    std::vector<Program> specializations;
+
+    bool runs_at(const DynMap& dims) const {
+        for (auto [c, v] : fixed_dims.entries())
+            if (dims.get(c) != v) return false;
+        return true;
+    }
+    // The program to run at `dims`: a matching specialization, else this one.
+    const Program& for_dims(const DynMap& dims) const {
+        for (const Program& s : specializations)
+            if (s.runs_at(dims)) return s;
+        return *this;
+    }
 
     // The program node standing for an HLIR Input or Output node, if any.
     std::optional<std::uint32_t> find_hlir(NodeId hlir, OpKind kind) const {
@@ -195,6 +213,11 @@ inline std::string Program::to_string() const {
         out += fmt::format(") : {} {}\n", luminal::to_string(s.shape), name_of(s.dtype));
     }
     for (auto [output, input] : carried_indices(*this)) out += fmt::format("carry %{} -> %{}\n", output, input);
+    for (const Program& s : specializations) {
+        std::string fixed;
+        for (auto [c, v] : s.fixed_dims.entries()) fixed += fmt::format(" {}={}", c, v);
+        out += fmt::format("\nspecialized for{}:\n{}", fixed, s.to_string());
+    }
     return out;
 }
 

@@ -215,13 +215,22 @@ struct FuseProducer {
                 return {{{FusedStep{OpKind::Constant, 0, 0, ps.dtype, ps.op.value, {}}}, {}}};
             if (ps.kind == sym(OpKind::Iota) && !has_padding(view))
                 return {{{FusedStep{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())}}, {}}};
-            if (ps.kind == op_symbol<FusedElementwiseOp> && detail::region_program(ps).steps.size() == 1 && view.is_contiguous() &&
-                view.dims() == shape) {
-                auto kids = g.children(p);
-                std::vector<std::pair<ClassId, ShapeTracker>> inputs;
+            if (ps.kind != op_symbol<FusedElementwiseOp> || detail::region_program(ps).steps.size() != 1) continue;
+            auto kids = g.children(p);
+            std::vector<std::pair<ClassId, ShapeTracker>> inputs;
+            if (view.is_contiguous() && view.dims() == shape) {
                 for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), ps.views[k]});
                 return {{detail::region_program(ps).steps, inputs}};
             }
+            // A producer that reads each input element for element is the same function of its inputs read
+            // through the view it is read through (a cast weight read broadcast over the rows): unless the view
+            // pads, where the producer of zeros need not be zero.
+            const bool elementwise = std::all_of(ps.views.begin(), ps.views.end(), [&](const ShapeTracker& v) {
+                return v.is_contiguous() && v.dims() == ps.shape;
+            });
+            if (!elementwise || has_padding(view)) continue;
+            for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), view});
+            return {{detail::region_program(ps).steps, inputs}};
         }
         return std::nullopt;
     }

@@ -7,6 +7,7 @@
 #include "luminal/graph/graph_tensor.hpp"
 #include "luminal/io/model_config.hpp"
 #include "luminal/lowering/quantized.hpp"
+#include "luminal/lowering/sample_token.hpp"
 #include "luminal/nn/kv_cache.hpp"
 #include "luminal/nn/parameters.hpp"
 
@@ -32,6 +33,18 @@ struct ModelOptions {
     // Logits of the last new token only ([1, vocab]): what generation needs,
     // and the LM head then runs on one row instead of the whole prompt.
     bool last_logits_only = false;
+    // The KV caches' dtype: f16/bf16 halve their memory and the bytes attention reads.
+    DType kv_dtype = DType::F32;
+    // The next token picked in the graph (SampleToken: greedy, or temperature
+    // and top-k), so a runtime on a device returns its id instead of the logits.
+    bool sample_in_graph = false;
+};
+
+// The inputs and output of the in-graph pick (ModelOptions::sample_in_graph).
+struct TokenSampling {
+    GraphTensor bias;      // [vocab] f32: 0, or -inf for ids never to be picked
+    GraphTensor settings;  // [3] f32: temperature, top_k, seed
+    GraphTensor token;     // [rows] i32, an output
 };
 
 struct CausalLm {
@@ -44,6 +57,7 @@ struct CausalLm {
     GraphTensor logits;
     // Checkpoint tensors the model may leave unread (a multimodal file's vision tower).
     std::function<bool(std::string_view)> ignorable;
+    std::optional<TokenSampling> sampling;  // with ModelOptions::sample_in_graph
 
     static Expression new_tokens() { return Expression('s'); }
     static Expression cached_tokens() { return Expression('p'); }

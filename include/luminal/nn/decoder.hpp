@@ -48,6 +48,7 @@ inline SelfAttentionSpec attention_spec(const ModelBuilder& m, std::size_t i) {
     if (spec.layer.attention == io::AttentionKind::Sliding) spec.attention.sliding_window = m.config.sliding_window;
     spec.context = m.options.context;
     spec.weight_dtype = m.options.weight_dtype;
+    spec.kv_dtype = m.options.kv_dtype;
     return spec;
 }
 
@@ -72,16 +73,24 @@ CausalLm build_decoder(const io::ModelConfig& config, const ModelOptions& option
     if (spec.embedding_scale != 1.0) x = x * spec.embedding_scale;
     RotaryTables ropes;
     for (std::size_t i = 0; i < config.layers.size(); ++i) x = block(m, ropes, i, x);
+    // The norm is per token, so the last token's row is taken before it, not after.
+    if (options.last_logits_only) x = x.slice_along(0, CausalLm::new_tokens() - 1, CausalLm::new_tokens());
     x = RmsNorm::create(parameters, m.graph, "model.norm.weight", hidden, config.rms_norm_eps, spec.norm_offset)(x);
     const GraphTensor head = config.tie_word_embeddings
                                  ? embed.weight
                                  : parameters.add(m.graph, "lm_head.weight", {vocab, hidden}, options.weight_dtype);
-    if (options.last_logits_only) x = x.slice_along(0, CausalLm::new_tokens() - 1, CausalLm::new_tokens());
     GraphTensor logits = x.matmul(Linear::as_f32(head).t());
     if (spec.logit_softcap) logits = (logits * (1.0 / *spec.logit_softcap)).tanh() * *spec.logit_softcap;
     logits = logits.output();
+    std::optional<TokenSampling> sampling;
+    if (options.sample_in_graph) {
+        GraphTensor bias = m.graph.named_tensor("sampling.bias", {vocab});
+        GraphTensor settings = m.graph.named_tensor("sampling.settings", {3});
+        GraphTensor token = custom_op(SampleTokenOp{CausalLm::cached_tokens()}, {logits, bias, settings}).output();
+        sampling = TokenSampling{bias, settings, token};
+    }
     return CausalLm{config, options, std::move(graph), std::move(parameters), std::move(caches), input_ids, logits,
-                    {}};
+                    {}, sampling};
 }
 
 // The attention sub-layer of layer i.

@@ -26,15 +26,16 @@ struct CacheWindow {
     GraphTensor keys, values;  // positions 0..p+s-1
 };
 
-// Declares the caches `name`.keys/.values ([capacity, kv_heads, dim] inputs)
-// and writes k, v ([s, kv_heads, dim] of positions p..p+s-1) into them.
+// Declares the caches `name`.keys/.values ([capacity, kv_heads, dim] inputs
+// of `dtype`) and writes k, v ([s, kv_heads, dim] of positions p..p+s-1,
+// rounded to `dtype`) into them. The window attention reads is f32.
 inline CacheWindow append_to_cache(Graph& cx, const std::string& name, std::int64_t capacity, const GraphTensor& k,
-                                   const GraphTensor& v, Expression p) {
+                                   const GraphTensor& v, Expression p, DType dtype = DType::F32) {
     auto write = [&](const GraphTensor& rows, const char* part) {
-        GraphTensor cache = cx.named_tensor(name + "." + part, {capacity, rows.view().dim(1), rows.view().dim(2)});
+        GraphTensor cache = cx.named_tensor(name + "." + part, {capacity, rows.view().dim(1), rows.view().dim(2)}, dtype);
         const Expression row = rows.view().dim(1) * rows.view().dim(2);
         GraphTensor positions = cx.iota(p * row + Expression::index(), rows.shape());
-        GraphTensor updated = cache.scatter(positions, rows).output();
+        GraphTensor updated = cache.scatter(positions, rows.cast(dtype)).output();
         cx.carry(updated, cache);
         return std::pair(cache, updated);
     };
@@ -42,8 +43,8 @@ inline CacheWindow append_to_cache(Graph& cx, const std::string& name, std::int6
     auto [values, updated_values] = write(v, "values");
     const Expression end = p + k.view().dim(0);
     return {{keys, values, updated_keys, updated_values},
-            updated_keys.slice_along(0, 0, end),
-            updated_values.slice_along(0, 0, end)};
+            updated_keys.slice_along(0, 0, end).cast(DType::F32),
+            updated_values.slice_along(0, 0, end).cast(DType::F32)};
 }
 
 // The caches of all layers of a model.

@@ -28,6 +28,7 @@ struct SelfAttentionSpec {
     AttentionOptions attention;
     std::int64_t context = 0;  // KV cache capacity
     DType weight_dtype = DType::F32;
+    DType kv_dtype = DType::F32;  // of the KV cache
 };
 
 struct SelfAttention {
@@ -80,7 +81,7 @@ struct SelfAttention {
         if (v_norm) values = (*v_norm)(values);
         queries = rope(queries, p);
         keys = rope(keys, p);
-        CacheWindow window = append_to_cache(x.graph(), cache_name, spec.context, keys, values, p);
+        CacheWindow window = append_to_cache(x.graph(), cache_name, spec.context, keys, values, p, spec.kv_dtype);
         caches.layers.push_back(window.cache);
         return {o(attention(queries, window.keys, window.values, p, spec.attention)), window};
     }

@@ -9,7 +9,10 @@
 #include "luminal/nn/checkpoint.hpp"
 #include "luminal/nn/pretrained.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <utility>
 #include <vector>
@@ -31,6 +34,7 @@ public:
     void load_weights(const Weights& weights) {
         model_.parameters.bind(runtime_, weights, model_.ignorable);
         loaded_ = true;
+        if (model_.sampling) set_sampling(0, 0, 0);
         reset();
     }
     void load_weights(const io::SafetensorsModel& weights) { load_weights(SafetensorsCheckpoint(weights)); }
@@ -47,6 +51,46 @@ public:
     // Logits [tokens.size(), vocab], row-major, of `tokens` following the ones
     // so far ([1, vocab] of the last one with ModelOptions::last_logits_only).
     std::vector<float> forward(std::span<const std::int32_t> tokens) {
+        run(tokens);
+        return runtime_.get_f32(model_.logits);
+    }
+
+    // How the graph picks the next token (a model built with
+    // ModelOptions::sample_in_graph): greedy at temperature 0, else among the
+    // top_k best (0: all) at that temperature, drawn with `seed`; only the ids
+    // `pickable` allows (empty: all) are ever picked.
+    void set_sampling(double temperature, std::int64_t top_k, std::uint64_t seed, const std::vector<bool>& pickable = {}) {
+        check(model_.sampling.has_value(), "Session::set_sampling", "the model was built without ModelOptions::sample_in_graph");
+        check(temperature >= 0 && std::isfinite(temperature), "Session::set_sampling", "temperature must be >= 0, got {}", temperature);
+        check(top_k >= 0 && top_k < (std::int64_t{1} << 24), "Session::set_sampling", "top_k must be in [0, 2^24), got {}", top_k);
+        check(seed < (std::uint64_t{1} << 24), "Session::set_sampling", "the seed must be below 2^24 (the graph holds it as f32), got {}",
+              seed);
+        const auto vocab = static_cast<std::size_t>(model_.config.vocab_size);
+        std::vector<float> bias(vocab, 0.0f);
+        if (!pickable.empty()) {
+            for (std::size_t id = 0; id < vocab; ++id)
+                if (id >= pickable.size() || !pickable[id]) bias[id] = -std::numeric_limits<float>::infinity();
+            check(std::find(bias.begin(), bias.end(), 0.0f) != bias.end(), "Session::set_sampling", "the pickable mask allows no id");
+        }
+        runtime_.set_data(model_.sampling->bias, bias);
+        runtime_.set_data(model_.sampling->settings,
+                          std::vector<float>{static_cast<float>(temperature), static_cast<float>(top_k), static_cast<float>(seed)});
+    }
+
+    // The token the graph picks after `tokens` (which run as in forward());
+    // only its id is read back.
+    std::int32_t next(std::span<const std::int32_t> tokens) {
+        check(model_.sampling.has_value(), "Session::next", "the model was built without ModelOptions::sample_in_graph");
+        run(tokens);
+        return runtime_.template get<std::int32_t>(model_.sampling->token).back();
+    }
+
+    std::int64_t position() const { return position_; }
+    const CompileReport& report() const { return report_; }
+    Runtime& runtime() { return runtime_; }
+
+private:
+    void run(std::span<const std::int32_t> tokens) {
         const auto count = static_cast<std::int64_t>(tokens.size());
         check(loaded_, "Session::forward", "no weights loaded; call load_weights first");
         check(count > 0, "Session::forward", "no tokens given");
@@ -61,17 +105,12 @@ public:
         runtime_.set_data(model_.input_ids, std::vector<std::int32_t>(tokens.begin(), tokens.end()));
         runtime_.execute(model_.graph->dyn_map());
         position_ += count;
-        return runtime_.get_f32(model_.logits);
     }
 
-    std::int64_t position() const { return position_; }
-    const CompileReport& report() const { return report_; }
-    Runtime& runtime() { return runtime_; }
-
-private:
     // Unless the caller chose workloads: a prompt and, weighted by the tokens
     // a typical reply has, one decode step over a half-full cache, so the
     // cost model and the profiler see attention at a size that matters.
+    // A runtime that holds specialized programs gets one for decode steps (s = 1) instead.
     CompileOptions with_typical_workloads(CompileOptions options) const {
         if (!options.workloads.empty()) return options;
         constexpr std::int64_t kPromptTokens = 64, kReplyTokens = 64;
@@ -81,7 +120,12 @@ private:
         prompt.set('p', 0);
         decode.set('s', 1);
         decode.set('p', context / 2);
-        options.workloads = {{prompt, 1}, {decode, static_cast<double>(kReplyTokens)}};
+        if constexpr (RunsSpecializations<Runtime>) {
+            options.workloads = {{prompt, 1}};
+            if (options.specializations.empty()) options.specializations = {{DynMap{{'s', 1}}, {{decode, 1}}}};
+        } else {
+            options.workloads = {{prompt, 1}, {decode, static_cast<double>(kReplyTokens)}};
+        }
         return options;
     }
 

@@ -1,0 +1,20 @@
+#pragma once
+// The CUDA ops that run as custom kernels (custom_kernel.hpp), and the kernel of each.
+#include <memory>
+#include <span>
+
+#include "luminal/cuda/attention_kernel.hpp"
+#include "luminal/cuda/gemv_kernel.hpp"
+#include "luminal/cuda/sample_kernel.hpp"
+
+namespace luminal::cuda {
+
+inline std::shared_ptr<const CustomKernel> custom_kernel_for(const NodeSpec& spec, std::span<const DType> dtypes,
+                                                             std::uint32_t node) {
+    if (const auto* gemv = spec.payload_as<GemvOp>()) return gemv_kernel(spec, *gemv, dtypes, node);
+    if (const auto* attention = spec.payload_as<AttentionOp>()) return attention_kernel(spec, *attention, dtypes, node);
+    if (const auto* sample = spec.payload_as<SampleTokenOp>()) return sample_kernel(spec, *sample, dtypes, node);
+    return nullptr;
+}
+
+}  // namespace luminal::cuda

@@ -1,0 +1,278 @@
+#pragma once
+// The rules that find cuda.Gemv in the graph the models write:
+//  * a Matmul of an activation with a weight matrix read in place (rows of K
+//    contiguous values, 16-byte aligned) is also a Gemv, in each thread layout;
+//  * a Gemv whose activation is a row op's result (RMSNorm) computes the row
+//    itself, as its prologue;
+//  * an elementwise region reading Gemvs of one activation element for element
+//    (a residual add, SiLU(gate) * up) is one Gemv over all their weights,
+//    with the region (and their own epilogues) as its epilogue.
+#include <optional>
+#include <vector>
+
+#include "luminal/cuda/gemv_op.hpp"
+#include "luminal/egraph/rule_support.hpp"
+#include "luminal/lowering/rules.hpp"
+
+namespace luminal::egraph {
+
+inline constexpr cuda::GemvLayout kGemvLayouts[] = {{1, 4}, {2, 4}};
+inline constexpr std::size_t kMaxGemvWeights = 4;
+inline constexpr std::size_t kMaxGemvInputs = 12;  // a launch passes 16 arguments
+
+namespace gemv_detail {
+
+// A weight view the Gemv reads in place: [N, K] of constants, K contiguous,
+// every row starting on a 16-byte boundary.
+inline bool streamable_weight(const ShapeTracker& w, DType dtype) {
+    if (w.rank() != 2 || w.is_padded_or_masked() || !(dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::F32))
+        return false;
+    const auto& axes = w.axes();
+    const auto rows = axes[0].size.as_constant(), k = axes[1].size.as_constant(), stride = axes[0].stride.as_constant();
+    const auto start = (w.base() + axes[0].offset * axes[0].stride + axes[1].offset).as_constant();
+    if (!rows || !k || !stride || !start || !(axes[1].stride == Expression(1))) return false;
+    const auto bytes = static_cast<std::int64_t>(size_of(dtype));
+    return *k > 0 && (*k * bytes) % 16 == 0 && (*stride * bytes) % 16 == 0 && (*start * bytes) % 16 == 0;
+}
+
+// Whether two Gemvs read the same activation rows (prologue, inputs and their views) the same way.
+inline bool same_activation(const EGraph& g, const NodeSpec& a, ENodeId a_node, const NodeSpec& b, ENodeId b_node) {
+    const auto& x = *a.payload_as<cuda::GemvOp>();
+    const auto& y = *b.payload_as<cuda::GemvOp>();
+    if (!(x.prologue == y.prologue) || x.activation_inputs != y.activation_inputs || !(x.layout == y.layout)) return false;
+    const auto xs = g.children(a_node), ys = g.children(b_node);
+    for (std::size_t i = 0; i < x.activation_inputs; ++i)
+        if (g.find(xs[i]) != g.find(ys[i]) || !(a.views[i] == b.views[i])) return false;
+    return a.views[x.activation_inputs].dim(1) == b.views[y.activation_inputs].dim(1);
+}
+
+// Whether class c is a 16-bit tensor widened to f32: its Matmul also reads it as
+// stored (matmul-reads-narrow-operand), which is the product worth streaming.
+inline bool widened(const EGraph& g, const HlirContext& ctx, ClassId c) {
+    for (ENodeId n : g.class_nodes(g.find(c))) {
+        if (!g.alive(n) || ctx.spec(g, n).kind != sym(OpKind::Cast)) continue;
+        const DType from = ctx.facts(g, g.children(n)[0]).dtype;
+        if (from == DType::BF16 || from == DType::F16) return true;
+    }
+    return false;
+}
+
+}  // namespace gemv_detail
+
+struct GemvFromMatmul {
+    static constexpr std::string_view name = "cuda.gemv";
+    using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, Var<"a">, Var<"w">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& gemm = ctx.spec(g, m.node<"gemm">());
+        return gemm.dtype == DType::F32 && gemm.views[0].rank() == 2 && ctx.facts(g, m.var<"a">()).dtype == DType::F32 &&
+               gemv_detail::streamable_weight(gemm.views[1], ctx.facts(g, m.var<"w">()).dtype) &&
+               !gemv_detail::widened(g, ctx, m.var<"w">());
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec gemm = ctx.spec(g, m.node<"gemm">());  // a copy: add_spec may move the specs
+        ClassId children[] = {m.var<"a">(), m.var<"w">()};
+        const ClassId root = m.root(g);
+        for (const cuda::GemvLayout& layout : kGemvLayouts) {
+            cuda::GemvOp op;
+            op.layout = layout;
+            g.merge(root, add_spec(g, ctx, NodeSpec::backend(op, gemm.views, gemm.shape, gemm.dtype), children));
+        }
+    }
+};
+
+// The activation rows a Gemv reads element for element from a row op's result are computed by the Gemv.
+struct GemvAbsorbsPrologue {
+    static constexpr std::string_view name = "cuda.gemv-prologue";
+    using pattern = As<"gemv", AnyArity<op_symbol<cuda::GemvOp>>>;
+    static constexpr bool reads_child_classes = true;
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec gemv = ctx.spec(g, m.node<"gemv">());
+        const auto& op = *gemv.payload_as<cuda::GemvOp>();
+        // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
+        if (op.prologue || op.epilogue || !gemv.views[0].is_contiguous()) return;
+        const auto kids = g.children(m.node<"gemv">());
+        // Of the activation's class, the row op that hoists the most per-row work.
+        std::optional<ENodeId> row_op;
+        auto stages = [&](ENodeId n) { return ctx.spec(g, n).payload_as<cuda::RowOp>()->stages.size(); };
+        for (ENodeId r : g.class_nodes(g.find(kids[0])))
+            if (g.alive(r) && ctx.spec(g, r).kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
+        if (!row_op) return;
+        const NodeSpec row = ctx.spec(g, *row_op);
+        if (row.dtype != DType::F32 || row.shape != gemv.views[0].dims()) return;
+        const auto row_kids = g.children(*row_op);
+        if (row_kids.size() + (kids.size() - 1) > kMaxGemvInputs) return;
+        cuda::GemvOp fused = op;
+        fused.prologue = *row.payload_as<cuda::RowOp>();
+        fused.prologue->strategy = cuda::ReduceStrategy::BlockPerOutput;
+        fused.activation_inputs = static_cast<std::uint16_t>(row_kids.size());
+        std::vector<ClassId> children(row_kids.begin(), row_kids.end());
+        std::vector<ShapeTracker> views = row.views;
+        for (std::size_t i = 1; i < kids.size(); ++i) {
+            children.push_back(kids[i]);
+            views.push_back(gemv.views[i]);
+        }
+        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(fused, std::move(views), gemv.shape, gemv.dtype), children));
+    }
+};
+
+// A region reading Gemvs of one activation element for element is one Gemv.
+struct GemvAbsorbsEpilogue {
+    static constexpr std::string_view name = "cuda.gemv-epilogue";
+    using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
+    static constexpr bool reads_child_classes = true;
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec region = ctx.spec(g, m.node<"region">());
+        const auto kids = g.children(m.node<"region">());
+        const std::vector<ClassId> region_kids(kids.begin(), kids.end());
+        // One fused Gemv per activation a Gemv input offers (each layout, with or without its prologue).
+        // Only plain products fuse: the region already holds every step a chain of epilogues would.
+        std::vector<ENodeId> leads;
+        for (std::size_t i = 0; i < region_kids.size(); ++i)
+            if (reads_whole(region, i))
+                for (ENodeId n : g.class_nodes(g.find(region_kids[i])))
+                    if (plain_product(g, ctx, n, region.shape)) leads.push_back(n);
+        for (ENodeId lead : leads) fuse(g, ctx, m.root(g), region, region_kids, lead);
+    }
+
+private:
+    static bool plain_product(const EGraph& g, const HlirContext& ctx, ENodeId n, const Shape& shape) {
+        if (!g.alive(n) || ctx.spec(g, n).kind != op_symbol<cuda::GemvOp> || ctx.spec(g, n).shape != shape) return false;
+        return !ctx.spec(g, n).payload_as<cuda::GemvOp>()->epilogue;
+    }
+    // The plain Gemv reading `lead`'s activation in class c, if any.
+    static std::optional<ENodeId> partner(const EGraph& g, const HlirContext& ctx, ClassId c, const Shape& shape, ENodeId lead) {
+        for (ENodeId n : g.class_nodes(g.find(c)))
+            if (plain_product(g, ctx, n, shape) && gemv_detail::same_activation(g, ctx.spec(g, lead), lead, ctx.spec(g, n), n))
+                return n;
+        return std::nullopt;
+    }
+
+    static void fuse(EGraph& g, HlirContext& ctx, ClassId root, const NodeSpec& region, const std::vector<ClassId>& region_kids,
+                     ENodeId first) {
+        const std::size_t n_in = region_kids.size();
+        std::vector<std::optional<ENodeId>> gemvs(n_in);
+        for (std::size_t i = 0; i < n_in; ++i)
+            if (reads_whole(region, i)) gemvs[i] = partner(g, ctx, region_kids[i], region.shape, first);
+        const NodeSpec lead = ctx.spec(g, first);
+        const auto& lead_op = *lead.payload_as<cuda::GemvOp>();
+        std::vector<ClassId> children;
+        std::vector<ShapeTracker> views;
+        const auto lead_kids = g.children(first);
+        for (std::size_t i = 0; i < lead_op.activation_inputs; ++i) {
+            children.push_back(lead_kids[i]);
+            views.push_back(lead.views[i]);
+        }
+        std::vector<std::pair<ClassId, ShapeTracker>> weights, extras;
+        auto slot_of = [](std::vector<std::pair<ClassId, ShapeTracker>>& list, ClassId c, const ShapeTracker& v) {
+            for (std::size_t i = 0; i < list.size(); ++i)
+                if (list[i].first == c && list[i].second == v) return static_cast<std::uint16_t>(i);
+            list.emplace_back(c, v);
+            return static_cast<std::uint16_t>(list.size() - 1);
+        };
+        // Steps as (kind, operand references) over three spaces: weights, extras, earlier steps.
+        struct Ref {
+            enum Space : std::uint8_t { Weight, Extra, Step } space;
+            std::uint16_t index;
+        };
+        struct Draft {
+            FusedStep step;
+            Ref a{Ref::Step, 0}, b{Ref::Step, 0};
+        };
+        std::vector<Draft> steps;
+        auto append_program = [&](const FusedProgram& program, const std::vector<Ref>& inputs) {
+            const std::size_t base = steps.size(), count = inputs.size();
+            auto ref = [&](std::uint16_t slot) {
+                return slot < count ? inputs[slot] : Ref{Ref::Step, static_cast<std::uint16_t>(base + slot - count)};
+            };
+            for (const FusedStep& f : program.steps) {
+                Draft d{f};
+                if (f.kind != OpKind::Constant && f.kind != OpKind::Iota) d.a = ref(f.a);
+                if (is_binary(f.kind)) d.b = ref(f.b);
+                steps.push_back(d);
+            }
+            return Ref{Ref::Step, static_cast<std::uint16_t>(steps.size() - 1)};
+        };
+        std::vector<Ref> region_inputs;
+        for (std::size_t i = 0; i < n_in; ++i) {
+            if (!gemvs[i]) {
+                region_inputs.push_back({Ref::Extra, slot_of(extras, g.find(region_kids[i]), region.views[i])});
+                continue;
+            }
+            const NodeSpec& part = ctx.spec(g, *gemvs[i]);
+            const auto& part_op = *part.payload_as<cuda::GemvOp>();
+            const auto part_kids = g.children(*gemvs[i]);
+            std::vector<Ref> part_inputs;
+            for (std::uint16_t j = 0; j < part_op.weights; ++j) {
+                const std::size_t at = part_op.activation_inputs + j;
+                part_inputs.push_back({Ref::Weight, slot_of(weights, g.find(part_kids[at]), part.views[at])});
+            }
+            if (!part_op.epilogue) {
+                region_inputs.push_back(part_inputs[0]);
+                continue;
+            }
+            for (std::size_t at = part_op.activation_inputs + part_op.weights; at < part_kids.size(); ++at)
+                part_inputs.push_back({Ref::Extra, slot_of(extras, g.find(part_kids[at]), part.views[at])});
+            region_inputs.push_back(append_program(*part_op.epilogue, part_inputs));
+        }
+        append_program(detail::region_program(region), region_inputs);
+        if (weights.size() > kMaxGemvWeights || steps.size() > 2 * kMaxFusedSteps ||
+            children.size() + weights.size() + extras.size() > kMaxGemvInputs)
+            return;
+        for (std::size_t i = 1; i < weights.size(); ++i)
+            if (ctx.facts(g, weights[i].first).dtype != ctx.facts(g, weights[0].first).dtype) return;
+        const auto m_weights = static_cast<std::uint16_t>(weights.size()), n_slots = static_cast<std::uint16_t>(weights.size() + extras.size());
+        auto slot = [&](Ref r) {
+            switch (r.space) {
+                case Ref::Weight: return r.index;
+                case Ref::Extra: return static_cast<std::uint16_t>(m_weights + r.index);
+                case Ref::Step: break;
+            }
+            return static_cast<std::uint16_t>(n_slots + r.index);
+        };
+        auto program = std::make_shared<FusedProgram>();
+        for (const Draft& d : steps) {
+            FusedStep f = d.step;
+            if (f.kind != OpKind::Constant && f.kind != OpKind::Iota) f.a = slot(d.a);
+            if (is_binary(f.kind)) f.b = slot(d.b);
+            program->steps.push_back(f);
+        }
+        cuda::GemvOp fused = lead_op;
+        fused.weights = m_weights;
+        fused.epilogue = std::move(program);
+        for (const auto& [c, v] : weights) children.push_back(c), views.push_back(v);
+        for (const auto& [c, v] : extras) children.push_back(c), views.push_back(v);
+        g.merge(root, add_spec(g, ctx, NodeSpec::backend(fused, std::move(views), region.shape, region.dtype), children));
+    }
+};
+
+// A Gemv reading a copy of a tensor (a Cast to the same or a wider float
+// dtype through a view: the contiguous copy a permute-then-merge needs) reads
+// the tensor through that view itself: it stages its activation rows anyway.
+struct GemvReadsThroughCopy {
+    static constexpr std::string_view name = "cuda.gemv-through-copy";
+    using pattern = As<"gemv", AnyArity<op_symbol<cuda::GemvOp>>>;
+    static constexpr bool reads_child_classes = true;
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec gemv = ctx.spec(g, m.node<"gemv">());
+        const auto& op = *gemv.payload_as<cuda::GemvOp>();
+        if (op.prologue || !gemv.views[0].is_contiguous()) return;
+        const auto kids = g.children(m.node<"gemv">());
+        for (ENodeId c : g.class_nodes(g.find(kids[0]))) {
+            if (!g.alive(c) || ctx.spec(g, c).kind != sym(OpKind::Cast)) continue;
+            const NodeSpec cast = ctx.spec(g, c);
+            const DType from = ctx.facts(g, g.children(c)[0]).dtype;
+            // The Gemv reads its activation by element index, so any view of as many elements will do.
+            if (!is_float(from) || cast.dtype != DType::F32 || !(cast.views[0].numel() == gemv.views[0].numel())) continue;
+            std::vector<ClassId> children(kids.begin(), kids.end());
+            children[0] = g.find(g.children(c)[0]);
+            std::vector<ShapeTracker> views = gemv.views;
+            views[0] = cast.views[0];
+            g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(op, std::move(views), gemv.shape, gemv.dtype), children));
+            return;
+        }
+    }
+};
+
+using GemvRules = RuleSet<GemvFromMatmul, GemvAbsorbsPrologue, GemvAbsorbsEpilogue, GemvReadsThroughCopy>;
+
+}  // namespace luminal::egraph

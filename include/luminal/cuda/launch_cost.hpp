@@ -1,0 +1,98 @@
+#pragma once
+// What one launch costs on a DeviceSpec. A memory-bound kernel moves its bytes
+// at the bandwidth its loads in flight sustain (Little's law: bytes in flight
+// / latency, capped by the device's bandwidth and by what its busy SMs can
+// pull), so a grid smaller than the SM count, or threads that wait on each
+// load before issuing the next, cost what they cost; a grid of several waves
+// pays for its last partial wave. Compute-bound work runs at the flop rate of
+// the SMs it occupies. Every launch pays the launch gap: a CUDA graph node's
+// when the step replays a graph, a stream launch's otherwise.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "luminal/cuda/device_spec.hpp"
+
+namespace luminal::cuda {
+
+struct LaunchWork {
+    enum class Kind : std::uint8_t { Kernel, Memset, Copy, Library } kind = Kind::Kernel;
+    std::int64_t grid = 0;
+    std::int64_t units = 0;        // pieces of work the grid shares out (0: one per block)
+    int block = 256;
+    std::size_t shared_bytes = 0;  // per block
+    int registers = 0;             // per thread; 0 when not known (then estimated from the loads in flight)
+    // Unique bytes: reads of bound data or large results come from DRAM, reads
+    // of small results another launch of the step just wrote from L2.
+    double dram_read = 0, dram_write = 0, l2_read = 0, l2_write = 0;
+    double l2_rereads = 0;         // bytes read again from L2 (by every block that needs them): time, not unique bytes
+    double flops = 0;
+    bool tensor_cores = false;     // Library: bf16/f16 products
+    // Bytes of independent loads a thread issues before it waits on one (stores never wait).
+    double dram_in_flight = 16, l2_in_flight = 16;
+
+    double bytes() const { return dram_read + dram_write + l2_read + l2_write; }
+    double dram_bytes() const { return dram_read + dram_write; }
+};
+
+struct LaunchEstimate {
+    double seconds = 0;
+    double bandwidth = 0;   // DRAM bytes/s the launch moves at (its L2 bytes aside)
+    double occupancy = 0;   // resident threads / the device's thread slots
+};
+
+// Registers a thread needs: the loads in flight held in registers, plus the
+// kernel's own working set.
+inline int estimated_registers(double bytes_in_flight_per_thread) {
+    return std::clamp(static_cast<int>(32 + bytes_in_flight_per_thread / 4), 32, 255);
+}
+
+inline LaunchEstimate estimate_launch(const LaunchWork& w, const DeviceSpec& d, bool in_graph) {
+    LaunchEstimate e;
+    const double launch = in_graph ? d.graph_launch_seconds : d.stream_launch_seconds;
+    if (w.kind == LaunchWork::Kind::Memset || w.kind == LaunchWork::Kind::Copy) {
+        e.bandwidth = d.bandwidth;
+        e.seconds = launch + w.dram_bytes() / d.bandwidth + (w.l2_read + w.l2_write) / d.l2_bandwidth;
+        return e;
+    }
+    if (w.kind == LaunchWork::Kind::Library) {
+        e.bandwidth = d.bandwidth;
+        e.seconds = launch + std::max(w.bytes() / d.bandwidth, w.flops / (w.tensor_cores ? d.tensor_flops : d.flops));
+        return e;
+    }
+    if (w.grid <= 0) return e;
+    const int registers = w.registers > 0 ? w.registers : estimated_registers(w.dram_in_flight + w.l2_in_flight);
+    std::int64_t resident = std::min<std::int64_t>(d.blocks_per_sm, d.threads_per_sm / std::max(w.block, 1));
+    resident = std::min<std::int64_t>(resident, d.registers_per_sm / std::max(registers * w.block, 1));
+    if (w.shared_bytes > 0) resident = std::min<std::int64_t>(resident, static_cast<std::int64_t>(d.shared_per_sm / w.shared_bytes));
+    resident = std::max<std::int64_t>(resident, 1);
+    const std::int64_t slots = resident * d.multiprocessors;
+    const std::int64_t concurrent = std::min(w.grid, slots);
+    e.occupancy = static_cast<double>(concurrent) * w.block / (static_cast<double>(d.threads_per_sm) * d.multiprocessors);
+    // The units run in waves of `concurrent` blocks (a persistent grid's blocks
+    // take units in turn); a wave moves its share of the bytes at the rate its
+    // blocks' loads in flight sustain, so a short last wave is slow.
+    const double units = static_cast<double>(std::max<std::int64_t>(w.units > 0 ? w.units : w.grid, 1));
+    auto over = [](double bytes, double rate) { return bytes > 0 ? bytes / std::max(rate, 1.0) : 0.0; };
+    auto wave_seconds = [&](double blocks) {
+        const double share = std::min(blocks, units) / units, threads = blocks * w.block;
+        const double sm_cap = std::min(blocks, static_cast<double>(d.multiprocessors)) * d.sm_bandwidth;
+        const double dram_rate = std::min({d.bandwidth, threads * w.dram_in_flight / d.memory_latency, sm_cap});
+        const double l2_rate = std::min({d.l2_bandwidth, threads * w.l2_in_flight / d.l2_latency, sm_cap});
+        const double memory = std::max(over(w.dram_read * share, dram_rate) + over(w.dram_write * share, d.bandwidth),
+                                       over((w.l2_read + w.l2_rereads) * share, l2_rate) + over(w.l2_write * share, d.l2_bandwidth));
+        const double compute = w.flops * share / (d.flops * std::min(blocks, static_cast<double>(d.multiprocessors)) / d.multiprocessors);
+        return std::pair(std::max(memory, compute), dram_rate);
+    };
+    const double full_waves = std::floor(units / static_cast<double>(concurrent));
+    const double last = units - full_waves * static_cast<double>(concurrent);
+    const auto [full, rate] = wave_seconds(static_cast<double>(concurrent));
+    e.bandwidth = rate;
+    double busy = full_waves * full;
+    if (last > 0) busy += wave_seconds(last).first;
+    const double latency = w.dram_read > 0 ? d.memory_latency : d.l2_latency;
+    e.seconds = launch + latency + busy;
+    return e;
+}
+
+}  // namespace luminal::cuda

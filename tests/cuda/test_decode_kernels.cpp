@@ -1,0 +1,318 @@
+// The decode plan's kernels (cuda.Gemv, cuda.Attention, SampleToken, launch
+// groups) found by the rules in graphs as the models write them, their
+// printed source run on the host against the reference runtime, every thread
+// layout and split, and the plan of a decode step of Llama-3.1-8B.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <luminal/cuda.hpp>
+#include <luminal/cuda/plan_report.hpp>
+#include <luminal/luminal.hpp>
+#include <luminal/nn/attention.hpp>
+#include <luminal/nn/kv_cache.hpp>
+#include <luminal/nn/mlp.hpp>
+#include <luminal/nn/norm.hpp>
+#include <luminal/nn/step_floor.hpp>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "nvrtc_coverage.hpp"
+#include "printed_source_runner.hpp"
+
+using namespace luminal;
+
+namespace {
+
+std::vector<float> noise(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = static_cast<float>(u(rng));
+    return v;
+}
+
+CompileOptions decode_step() {
+    CompileOptions o;
+    o.verbosity = 0;
+    o.workloads = {{DynMap{{'s', 1}}, 1}};
+    return o;
+}
+
+// How many nodes of the emulator's main program run `op`.
+template <typename Emulator>
+std::size_t count_op(const Emulator& rt, std::string_view op) {
+    return static_cast<std::size_t>(std::count_if(rt.nodes().begin(), rt.nodes().end(), [&](const ProgramNode& n) {
+        return n.spec.op.payload && n.spec.op.payload->name() == op;
+    }));
+}
+
+// `g` compiled for the printed-source emulator (the kernels the decode plan
+// picks) and run on `inputs` matches the reference runtime on the same data.
+void check_printed_against_reference(Graph& g, const std::vector<std::pair<GraphTensor, HostBuffer>>& inputs,
+                                     const std::vector<GraphTensor>& outputs, std::string_view op, double tolerance) {
+    auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
+    CHECK_MESSAGE(count_op(printed, op) > 0, report.program.to_string());
+    auto reference = g.compile(ReferenceRuntime{});
+    for (auto& [t, values] : inputs) {
+        const auto bytes = host_buffer_to_bytes(values);
+        printed.set_bytes(t, bytes);
+        reference.set_bytes(t, bytes);
+    }
+    printed.execute(g.dyn_map());
+    reference.execute(g.dyn_map());
+    for (const GraphTensor& o : outputs) {
+        const auto got = printed.get_f32(o), want = reference.get_f32(o);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(tolerance).scale(1.0));
+    }
+}
+
+HostBuffer buffer(DType dtype, const std::vector<float>& values) { return host_buffer_from_values(dtype, std::span<const float>(values)); }
+
+}  // namespace
+
+namespace {
+
+// Runs the plan's kernels as the printed-source emulator does, and each Gemv
+// also in every other layout: its printed source must give the same result.
+class EveryGemvLayout : public luminal_test::PrintedSourceExecutor {
+public:
+    using PrintedSourceExecutor::run;
+    void run(const cuda::CustomKernel& k, const cuda::KernelBuffers& b) {
+        PrintedSourceExecutor::run(k, b);
+        const auto* gemv = dynamic_cast<const cuda::GemvKernel*>(&k);
+        if (!gemv) return;
+        for (const cuda::GemvLayout& layout : egraph::kGemvLayouts) {
+            if (layout == gemv->layout) continue;
+            cuda::GemvKernel other = *gemv;
+            other.layout = layout;
+            HostBuffer out(b.out.dtype, b.out.size());
+            luminal_test::PrintedSourceExecutor alone;
+            alone.prepare({other.source()});
+            alone.run(other, cuda::KernelBuffers{b.inputs, out, b.dims});
+            for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(out.as_double(i) == doctest::Approx(b.out.as_double(i)).epsilon(1e-5).scale(1.0));
+            ++layouts_checked;
+        }
+    }
+    inline static std::size_t layouts_checked = 0;
+};
+
+}  // namespace
+
+TEST_CASE("the decode GEMV: an RMSNorm prologue, two weights with SiLU(gate) * up, a residual epilogue, every layout") {
+    constexpr std::int64_t kIntermediate = 40;  // rows a warp pair does not divide evenly, a row length of 16-byte vectors
+    EveryGemvLayout::layouts_checked = 0;
+    for (DType weights : {DType::BF16, DType::F16, DType::F32}) {
+        for (std::int64_t hidden : {64, 1048}) {  // one 16-byte step per lane, and several with a tail
+            for (std::int64_t tokens : {1, 3}) {
+                CAPTURE(name_of(weights));
+                CAPTURE(hidden);
+                CAPTURE(tokens);
+                Graph g;
+                nn::ParameterSet params;
+                auto x = g.named_tensor("x", {tokens, hidden});
+                auto norm = nn::RmsNorm::create(params, g, "norm", hidden, 1e-5);
+                auto mlp = nn::GatedMlp::create(params, g, "mlp", hidden, kIntermediate, nn::Activation::Silu, false, weights);
+                auto y = (x + mlp(norm(x))).output();
+                auto [printed, report] = compile_with_report(g, cuda::BasicHostEmulator<EveryGemvLayout>{}, decode_step());
+                REQUIRE_MESSAGE(count_op(printed, "cuda.Gemv") == 2, report.program.to_string());  // gate and up as one, down
+                auto reference = g.compile(ReferenceRuntime{});
+                std::vector<std::pair<GraphTensor, HostBuffer>> data{{x, buffer(DType::F32, noise(tokens * hidden, 1, 2))}};
+                for (const nn::Parameter& p : params.parameters()) {
+                    std::int64_t n = 1;
+                    for (auto d : p.shape) n *= d;
+                    data.emplace_back(p.tensor, buffer(p.tensor.dtype(), noise(static_cast<std::size_t>(n), data.size() + 3, 0.5)));
+                }
+                for (auto& [t, values] : data) {
+                    printed.set_bytes(t, host_buffer_to_bytes(values));
+                    reference.set_bytes(t, host_buffer_to_bytes(values));
+                }
+                printed.execute(g.dyn_map());
+                reference.execute(g.dyn_map());
+                const auto got = printed.get_f32(y), want = reference.get_f32(y);
+                REQUIRE(got.size() == want.size());
+                for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(1e-4).scale(1.0));
+            }
+        }
+    }
+    CHECK(EveryGemvLayout::layouts_checked == 3 * 2 * 2 * 2);
+}
+
+TEST_CASE("flash-decoding attention: GQA groups, head sizes, cache dtypes, split and unsplit keys, one and several queries") {
+    struct Case {
+        std::int64_t heads, kv_heads, head_dim, cached, tokens;
+        DType cache;
+    };
+    for (const Case c : {Case{4, 1, 64, 100, 1, DType::F32}, Case{8, 2, 128, 37, 1, DType::BF16}, Case{4, 4, 256, 5, 1, DType::F16},
+                         Case{4, 1, 128, 0, 1, DType::BF16}, Case{6, 2, 64, 70, 3, DType::BF16}, Case{2, 2, 64, 33, 2, DType::F32}}) {
+        CAPTURE(c.heads);
+        CAPTURE(c.kv_heads);
+        CAPTURE(c.head_dim);
+        CAPTURE(c.cached);
+        CAPTURE(c.tokens);
+        CAPTURE(name_of(c.cache));
+        Graph g;
+        const std::int64_t capacity = 128;
+        auto q = g.named_tensor("q", {Expression('s'), c.heads, c.head_dim});
+        auto k = g.named_tensor("k", {Expression('s'), c.kv_heads, c.head_dim});
+        auto v = g.named_tensor("v", {Expression('s'), c.kv_heads, c.head_dim});
+        nn::CacheWindow window = nn::append_to_cache(g, "cache", capacity, k, v, Expression('p'), c.cache);
+        nn::AttentionOptions options;
+        options.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+        auto out = nn::attention(q, window.keys, window.values, Expression('p'), options).output();
+        g.set_dim('s', c.tokens);
+        g.set_dim('p', c.cached);
+        const std::size_t per_token = static_cast<std::size_t>(c.heads * c.head_dim), per_kv = static_cast<std::size_t>(c.kv_heads * c.head_dim);
+        check_printed_against_reference(g,
+                                        {{q, buffer(DType::F32, noise(c.tokens * per_token, 11))},
+                                         {k, buffer(DType::F32, noise(c.tokens * per_kv, 12))},
+                                         {v, buffer(DType::F32, noise(c.tokens * per_kv, 13))},
+                                         {window.cache.keys, buffer(c.cache, noise(capacity * per_kv, 14))},
+                                         {window.cache.values, buffer(c.cache, noise(capacity * per_kv, 15))}},
+                                        {out, window.cache.updated_keys}, "cuda.Attention", 1e-4);
+    }
+}
+
+TEST_CASE("SampleToken on the device: the first maximum of the biased logits, and top-k draws with softmax frequencies") {
+    constexpr std::int64_t vocab = 1000;
+    Graph g;
+    auto logits = g.named_tensor("logits", {1, vocab});
+    auto bias = g.named_tensor("bias", {vocab});
+    auto settings = g.named_tensor("settings", {3});
+    auto token = custom_op(SampleTokenOp{Expression('p')}, {logits, bias, settings}).output();
+    g.set_dim('p', 0);
+    auto printed = g.compile(luminal_test::PrintedSourceEmulator{}, decode_step());
+    REQUIRE(count_op(printed, "SampleToken") == 1);
+    std::vector<float> values = noise(vocab, 21, 3), masked(vocab, 0.0f);
+    values[17] = values[600] = 9;  // a tie: the first one wins
+    values[3] = 20;                // the largest, but masked
+    masked[3] = -INFINITY;
+    printed.set_data(logits, values);
+    printed.set_data(bias, masked);
+    printed.set_data(settings, std::vector<float>{0, 0, 0});
+    printed.execute(g.dyn_map());
+    CHECK(printed.get<std::int32_t>(token).at(0) == 17);
+
+    // Five logits a top-3 draw keeps (the ids 0, 3, 4), at temperature 0.8: each drawn with its softmax probability.
+    std::vector<float> few(vocab, -50.0f);
+    few[0] = 1.0f, few[1] = -1.0f, few[2] = -2.0f, few[3] = 0.5f, few[4] = 0.2f;
+    const double temperature = 0.8;
+    std::vector<double> p(5, 0);
+    double total = 0;
+    for (int id : {0, 3, 4}) total += p[id] = std::exp(few[id] / temperature);
+    printed.set_data(logits, few);
+    printed.set_data(bias, std::vector<float>(vocab, 0.0f));
+    printed.set_data(settings, std::vector<float>{static_cast<float>(temperature), 3, 1234});
+    constexpr int draws = 3000;
+    std::vector<int> counts(vocab, 0);
+    for (int step = 0; step < draws; ++step) {
+        g.set_dim('p', step);
+        printed.execute(g.dyn_map());
+        ++counts[printed.get<std::int32_t>(token).at(0)];
+    }
+    for (int id = 0; id < vocab; ++id) {
+        CAPTURE(id);
+        const double expected = id < 5 ? p[id] / total : 0.0;
+        // Within four standard deviations of the draw count; ids outside the top 3 never.
+        CHECK(std::abs(static_cast<double>(counts[id]) / draws - expected) <= 4 * std::sqrt(expected * (1 - expected) / draws));
+    }
+}
+
+TEST_CASE("a launch group runs each member on its own blocks, as the members run alone") {
+    Graph g;
+    auto x = g.named_tensor("x", {1, 96});
+    auto a = g.named_tensor("a", {40, 96}, DType::BF16);
+    auto b = g.named_tensor("b", {24, 96}, DType::BF16);
+    auto c = g.named_tensor("c", {1, 50});
+    auto ya = ops::matmul(x, ops::transpose(ops::cast(a, DType::F32), 0, 1)).output();
+    auto yb = ops::matmul(x, ops::transpose(ops::cast(b, DType::F32), 0, 1)).output();
+    auto yc = (c * 3.0 + 1.0).output();
+    auto rt = g.compile(cuda::HostEmulator{}, decode_step());
+    const cuda::Plan& plan = rt.plan();
+    std::vector<std::uint32_t> members;
+    for (std::uint32_t id = 0; id < plan.nodes.size(); ++id)
+        if (plan.group[id] != cuda::kNoGroup && plan.group[id] == plan.group[members.empty() ? id : members[0]]) members.push_back(id);
+    REQUIRE(members.size() >= 2);
+    std::vector<std::pair<std::string, std::string_view>> sources;
+    for (std::uint32_t m : members) sources.push_back(cuda::member_source(plan.nodes[m]));
+    const std::string group = cuda::group_source(sources);
+    if (luminal_test::nvrtc_expected()) CHECK_NOTHROW(cuda::Nvrtc::get().compile(group, 90));
+    // Each member alone on two blocks, then all of them through the group, on the graph's inputs.
+    const auto& nodes = rt.nodes();
+    const std::map<NodeId, std::vector<std::byte>> inputs{{x.id(), host_buffer_to_bytes(buffer(DType::F32, noise(96, 31)))},
+                                                          {a.id(), host_buffer_to_bytes(buffer(DType::BF16, noise(40 * 96, 32)))},
+                                                          {b.id(), host_buffer_to_bytes(buffer(DType::BF16, noise(24 * 96, 33)))},
+                                                          {c.id(), host_buffer_to_bytes(buffer(DType::F32, noise(50, 34)))}};
+    std::vector<std::string> all{group};
+    for (const auto& [source, entry] : sources) all.push_back(source);
+    luminal_test::PrintedSourceModule module(all);
+    std::array<std::int64_t, cuda::kDimSlots> dims{};
+    std::array<std::int64_t, 4> fault{};
+    constexpr unsigned kGrid = 2;
+    const unsigned grid = kGrid;
+    std::deque<std::vector<std::byte>> alone, together, constants;
+    std::deque<int> node_ids;
+    std::vector<void*> group_args;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        const ProgramNode& node = nodes[members[i]];
+        const std::size_t bytes = static_cast<std::size_t>(product(node.spec.shape).eval({})) * size_of(node.spec.dtype);
+        std::vector<void*> args{alone.emplace_back(bytes, std::byte{0}).data()};
+        group_args.push_back(together.emplace_back(bytes, std::byte{0}).data());
+        for (std::uint32_t s : node.sources) {
+            const NodeSpec& source = nodes[s].spec;
+            void* in = nullptr;
+            if (source.kind == symbol_of(OpKind::Constant)) {
+                HostBuffer value(source.dtype, 1);
+                value.store_double(0, source.op.value);
+                in = constants.emplace_back(host_buffer_to_bytes(value)).data();
+            } else {
+                in = const_cast<std::byte*>(inputs.at(source.hlir).data());
+            }
+            args.push_back(in);
+            group_args.push_back(in);
+        }
+        int* id = &node_ids.emplace_back(static_cast<int>(members[i]));
+        for (void* p : {static_cast<void*>(dims.data()), static_cast<void*>(fault.data()), static_cast<void*>(id)}) {
+            args.push_back(p);
+            group_args.push_back(p);
+        }
+        group_args.push_back(const_cast<unsigned*>(&grid));
+        REQUIRE(module.entry(sources[i].first, sources[i].second)(kGrid, 64, args.data()));
+    }
+    REQUIRE(module.entry(group, cuda::kGroupEntry)(static_cast<unsigned>(kGrid * members.size()), 64, group_args.data()));
+    for (std::size_t i = 0; i < members.size(); ++i) CHECK(alone[i] == together[i]);
+    CHECK(fault[0] == 0);
+}
+
+TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): launches, bytes and host traffic") {
+    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "configs" / "llama31_8b";
+    const io::ModelConfig config = io::load_model_config(dir);
+    nn::ModelOptions options;
+    options.context = 2048;
+    options.weight_dtype = DType::BF16;
+    options.kv_dtype = DType::BF16;
+    options.last_logits_only = true;
+    options.sample_in_graph = true;
+    nn::CausalLm model = nn::build_causal_lm(config, options);
+    CompileOptions compile;
+    compile.verbosity = 0;
+    nn::Session session(model, cuda::HostEmulator{}, compile);
+    const DynMap step{{'s', 1}, {'p', 1024}};
+    cuda::PlanReportOptions report_options;
+    report_options.layers = static_cast<std::int64_t>(config.layers.size());
+    report_options.floor_bytes = nn::step_floor_bytes(model, 1024, 1);
+    report_options.registers = false;
+    const cuda::PlanReport report = cuda::plan_report(session.report().program.for_dims(step), step, report_options);
+    CAPTURE(report.to_string());
+    CHECK(report.launches_per_layer() <= 8);
+    CHECK(report.rows.size() <= 270);
+    CHECK(report.bytes_moved <= 1.05 * report.floor_bytes);
+    // What one greedy step moves between host and device: the dims that changed (p), the new token's id up, the
+    // fault code and the picked id down.
+    CHECK(cuda::step_transfer_bytes(DynMap{{'s', 1}, {'p', 1023}}, step, 4, 4) <= 64);
+}
