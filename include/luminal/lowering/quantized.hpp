@@ -17,7 +17,7 @@
 //  * QuantizedGather{format, rows, cols}: Gather(Dequantize(q), idx) that
 //    decodes only the elements it reads (an embedding lookup).
 //
-// The CPU's rules (runtime/cpu_rules.hpp) offer QuantizedMatmul and
+// The CPU's rules (cpu/cpu_rules.hpp) offer QuantizedMatmul and
 // QuantizedGather in place of Dequantize's users; every op has reference
 // semantics, built on io's dequantizers (checked bit-exact against the gguf
 // Python package), so the ReferenceRuntime runs either form.

@@ -1,6 +1,6 @@
 #pragma once
-// The block products of cpu_quant_scalar.hpp with x86 vector instructions,
-// for the instruction set asked for (cpu_quant_isa.hpp says which this CPU
+// The block products of quant_scalar.hpp with x86 vector instructions,
+// for the instruction set asked for (quant_isa.hpp says which this CPU
 // runs), and the calls that dispatch between them and the scalar ones:
 //
 //  * Avx2: a weight block's 32 values in one 256-bit register, multiplied with
@@ -10,12 +10,12 @@
 //  * Avx512Vnni: the same with vpdpbusd (u8 x s8, four products summed into
 //    i32 in one instruction; AVX512-VNNI with AVX512VL's 256-bit form).
 // Up to 4 activation rows share each decoded weight block. The K formats'
-// kernels are in cpu_quant_simd_k.hpp.
+// kernels are in quant_simd_k.hpp.
 #include <cstdint>
 
-#include "luminal/runtime/cpu_quant_isa.hpp"
-#include "luminal/runtime/cpu_quant_scalar.hpp"
-#include "luminal/runtime/cpu_quant_simd_k.hpp"
+#include "luminal/cpu/quant_isa.hpp"
+#include "luminal/cpu/quant_scalar.hpp"
+#include "luminal/cpu/quant_simd_k.hpp"
 
 namespace luminal::cpu::quant {
 
@@ -174,7 +174,7 @@ LUMINAL_VNNI void q8_product_vnni(const ProductTask& t, const Q8Rows& x) {
 }
 #undef LUMINAL_Q8_PRODUCT_BODY
 
-// quantize_rows (cpu_quant_scalar.hpp) with AVX2: the same d, q and sums
+// quantize_rows (quant_scalar.hpp) with AVX2: the same d, q and sums
 // (roundf's half-away-from-zero rounding, computed exactly from the truncation).
 LUMINAL_AVX2 inline void quantize_rows_avx2(const float* x, std::int64_t k, std::int64_t stride, std::int64_t begin,
                                             std::int64_t end, Q8Rows& out) {

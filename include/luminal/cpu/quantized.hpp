@@ -3,7 +3,7 @@
 // the runtime's threads by weight rows (each output element is computed by
 // one thread, the same way at any thread count):
 //  * QuantizedMatmul with Q8 activations: each row of a rounded to Q8 blocks
-//    once, then integer block products (cpu_quant_simd.hpp);
+//    once, then integer block products (quant_simd.hpp);
 //  * with f32 activations: up to kDirectRows rows of a multiply the blocks
 //    as they are decoded; more rows amortise decoding, so panels of weight
 //    rows are decoded to f32 (in cache) and multiplied by the f32 GEMM;
@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "luminal/lowering/quantized.hpp"
-#include "luminal/runtime/cpu_matmul.hpp"
-#include "luminal/runtime/cpu_quant_simd.hpp"
-#include "luminal/runtime/cpu_thread_pool.hpp"
-#include "luminal/runtime/cpu_view.hpp"
+#include "luminal/cpu/matmul.hpp"
+#include "luminal/cpu/quant_simd.hpp"
+#include "luminal/cpu/thread_pool.hpp"
+#include "luminal/cpu/view.hpp"
 
 namespace luminal::cpu {
 
