@@ -23,6 +23,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,7 +69,29 @@ struct Args {
     std::size_t threads = 0;
     bool dequantize = false;
     bool q8_activations = true;
+    std::optional<std::uint64_t> max_memory;
 };
+
+// "8G", "512M", "1.5GiB", "100000" (bytes) as bytes; K, M, G, T are powers of 1024.
+std::uint64_t parse_bytes(const std::string& text) {
+    std::size_t end = 0;
+    double value = 0;
+    try {
+        value = std::stod(text, &end);
+    } catch (const std::exception&) {
+        end = 0;
+    }
+    std::string unit = text.substr(end);
+    std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::toupper(c); });
+    const std::map<std::string, double> scale{{"", 1.0}, {"B", 1.0}, {"K", 0x1p10}, {"KB", 0x1p10}, {"KIB", 0x1p10},
+                                              {"M", 0x1p20}, {"MB", 0x1p20}, {"MIB", 0x1p20}, {"G", 0x1p30},
+                                              {"GB", 0x1p30}, {"GIB", 0x1p30}, {"T", 0x1p40}, {"TB", 0x1p40},
+                                              {"TIB", 0x1p40}};
+    const auto it = scale.find(unit);
+    luminal::check(end > 0 && value > 0 && it != scale.end(), "generate", "--max-memory {}: expected a size such as "
+                   "8G, 512M or a number of bytes", text);
+    return static_cast<std::uint64_t>(value * it->second);
+}
 
 // CPU threads the runtime computes on (0 for a device runtime).
 template <typename Runtime>
@@ -96,7 +120,7 @@ int run(const Args& args, Runtime runtime) {
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
-    luminal::nn::Session session(model, std::move(runtime), options);
+    luminal::nn::Session session(model, std::move(runtime), options, luminal::nn::MemoryLimit{args.max_memory});
     const double compile_ms = ms_since(compile_start);
 
     const auto bind_start = Clock::now();
@@ -219,12 +243,19 @@ int main(int argc, char** argv) {
     app.add_option("--activations", args.q8_activations,
                    "q8: products with quantized weights round activations to 8-bit blocks (as llama.cpp); f32: exact")
         ->transform(CLI::CheckedTransformer(activation_kinds, CLI::ignore_case));
+    std::string max_memory;
+    app.add_option("--max-memory", max_memory,
+                   "most memory to use, e.g. 8G or 512M (default: what the machine has available)");
     CLI11_PARSE(app, argc, argv);
     try {
+        if (!max_memory.empty()) args.max_memory = parse_bytes(max_memory);
         if (args.device == "cuda") return run(args, luminal::cuda::CudaRuntime{});
         return run(args, luminal::CpuRuntime(luminal::CpuOptions{.threads = args.threads}));
     } catch (const luminal::Error& error) {
         std::fprintf(stderr, "generate: %s\n", error.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "generate: out of memory (try a smaller --context or --max-memory)\n");
         return 1;
     }
 }

@@ -20,12 +20,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "luminal/egraph/core_rules.hpp"
 #include "luminal/egraph/rule.hpp"
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
+#include "luminal/cpu/aligned_buffer.hpp"
 #include "luminal/cpu/dtype.hpp"
 #include "luminal/cpu/fused.hpp"
 #include "luminal/cpu/indexing.hpp"
@@ -128,6 +130,17 @@ public:
         bind_input(index, std::move(in));
     }
 
+    // Binds zeros to an Input: pages that take memory only once written, so a
+    // KV cache for a long context costs the rows a generation writes, and
+    // clearing it costs no time.
+    void set_zeros(const GraphTensor& t) {
+        std::uint32_t index = input_index(nodes_, t.id());
+        const NodeSpec& node = nodes_[index].spec;
+        const std::int64_t count = numel_of(node.shape, DynMap{}, index);
+        bind_input(index, InputData{cpu::AlignedBuffer::zeroed(static_cast<std::size_t>(count) * size_of(node.dtype)),
+                                    count, nullptr, {}});
+    }
+
     // As set_bytes, without the copy: the runtime reads `bytes` where they are
     // (a memory-mapped weight file) and keeps `owner` alive while it does.
     // Not for carried inputs, which the runtime writes.
@@ -182,7 +195,10 @@ public:
         // Out-of-place carried outputs become their inputs' data; the inputs'
         // old buffers are the outputs' buffers next time.
         for (auto [output, input] : carried_) {
-            if (updates_in_place(output)) continue;
+            if (updates_in_place(output)) {  // its values live in the input's buffer: an old one kept by bind_input goes
+                outputs_[output] = cpu::AlignedBuffer{};
+                continue;
+            }
             std::swap(outputs_[output], inputs_[input]->buffer);
             inputs_[input]->count = numel_[output];
         }
@@ -212,6 +228,32 @@ public:
     // False for an output computed out of place (or not carried).
     bool updates_in_place(const GraphTensor& output) const {
         return updates_in_place(output_index(nodes_, output.graph(), output.id()));
+    }
+
+    // Bytes one execution at `dims` needs for its intermediate buffers and
+    // outputs at the widest point: buffers alive together summed in program
+    // order (the pool may round a block up). What a caller checks before
+    // executing a shape it has not run.
+    std::uint64_t planned_bytes(const DynMap& dims) const {
+        std::uint64_t live = 0, peak = 0, outputs = 0;
+        std::vector<std::uint64_t> held(nodes_.size(), 0);
+        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
+            const Plan& p = plans_[id];
+            if (p.exec == Exec::Input || p.forwarded || p.in_place_input) continue;
+            const NodeSpec& node = nodes_[id].spec;
+            const auto bytes = static_cast<std::uint64_t>(numel_of(node.shape, dims, id)) * size_of(node.dtype);
+            if (p.exec == Exec::Output || p.forward_to) {
+                outputs += bytes;
+                continue;
+            }
+            held[id] = bytes;
+            live += bytes;
+            peak = std::max(peak, live);
+            for (std::uint32_t source : p.sources)
+                if (last_use_[source] == id) live -= std::exchange(held[source], 0);
+            if (last_use_[id] == id) live -= std::exchange(held[id], 0);
+        }
+        return peak + outputs;
     }
 
     // Bytes held for intermediate buffers (not inputs or outputs) at the
