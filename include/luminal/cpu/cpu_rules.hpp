@@ -21,7 +21,8 @@ inline bool reads_matrix(const ShapeTracker& view, const DequantizeOp& deq) {
 
 // Matmul(a, Dequantize(q)) with the weight read whole as b [rows, cols]: a
 // QuantizedMatmul that reads the blocks, with f32 activations, and (when the
-// weight allows it) with activations rounded to 8-bit blocks.
+// weight allows it) with activations rounded to 8-bit blocks, from the blocks
+// as stored or repacked with 8 rows interleaved.
 struct MatmulOfDequantized {
     static constexpr std::string_view name = "matmul-of-dequantized";
     using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, Var<"a">, As<"deq", Pat<op_symbol<DequantizeOp>, Var<"q">>>>>;
@@ -38,12 +39,16 @@ struct MatmulOfDequantized {
         const ShapeTracker blocks = deq_spec.views[0];
         ClassId children[] = {m.var<"a">(), m.var<"q">()};
         const ClassId root = m.root(g);
-        for (Activations act : {Activations::F32, Activations::Q8}) {
-            if (act == Activations::Q8 && !deq.q8_activations) continue;
-            NodeSpec product = NodeSpec::backend(QuantizedMatmulOp{deq.format, deq.rows, deq.cols, act},
-                                                 {gemm.views[0], blocks}, gemm.shape, DType::F32);
-            g.merge(root, add_spec(g, ctx, std::move(product), children));
-        }
+        for (Activations act : {Activations::F32, Activations::Q8})
+            for (WeightLayout layout : {WeightLayout::Blocks, WeightLayout::Interleaved8}) {
+                if (act == Activations::Q8 && !deq.q8_activations) continue;
+                // The interleaved kernels take 8-bit activations; the exact path reads the blocks.
+                if (layout == WeightLayout::Interleaved8 && (act != Activations::Q8 || !can_interleave(deq.format, deq.rows)))
+                    continue;
+                NodeSpec product = NodeSpec::backend(QuantizedMatmulOp{deq.format, deq.rows, deq.cols, act, layout},
+                                                     {gemm.views[0], blocks}, gemm.shape, DType::F32);
+                g.merge(root, add_spec(g, ctx, std::move(product), children));
+            }
     }
 };
 

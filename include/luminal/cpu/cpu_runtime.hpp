@@ -11,6 +11,9 @@
 // Products, quantized ops and large elementwise regions run on the runtime's
 // thread pool (CpuOptions::threads), split so that results do not depend on
 // the thread count: deterministic.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -106,6 +109,7 @@ public:
         }
         plan_output_forwarding();
         plan_in_place_updates();
+        plan_interleaved_weights();
         inputs_ = std::move(kept);
         outputs_.assign(count, cpu::AlignedBuffer{});
         computed_.assign(count, false);
@@ -169,6 +173,7 @@ public:
                       "input '{}' (node {}) has {} values but its shape {} needs {}", node.op.label, node.hlir,
                       inputs_[id]->count, to_string(node.shape), n);
                 data_[id] = inputs_[id]->data();
+                if (interleaved_[id]) interleave_input(id);
                 continue;
             }
             std::size_t bytes = static_cast<std::size_t>(n) * size_of(node.dtype);
@@ -277,12 +282,14 @@ private:
         std::optional<std::uint32_t> forward_to;  // writes straight into this Output's buffer
         bool forwarded = false;                   // Output whose producer wrote its buffer
         std::optional<std::uint32_t> in_place_input;  // Scatter writing into this carried Input's buffer
+        bool reads_interleaved = false;  // QuantizedMatmul/Gather reading its weight's repacked copy
     };
     struct InputData {
         cpu::AlignedBuffer buffer;
         std::int64_t count = 0;
         const std::byte* borrowed = nullptr;  // borrow_bytes: read in place, never written
         std::shared_ptr<const void> owner{};
+        cpu::AlignedBuffer interleaved{};  // the blocks repacked for Interleaved8 products; empty until then
         // Kernels take inputs as std::byte*; a borrowed input is only read.
         std::byte* data() { return borrowed ? const_cast<std::byte*>(borrowed) : buffer.data(); }
     };
@@ -407,6 +414,66 @@ private:
         }
     }
 
+    // A block-quantized weight that Interleaved8 products read is repacked once
+    // per binding (at the next execution); products of that layout and lookups
+    // then read the repacked copy. Where nothing else reads the file's blocks,
+    // their mapped pages are handed back (they are re-read from the file if
+    // ever touched again), so memory stays at the weights' size.
+    struct InterleavedWeight {
+        QuantFormat format;
+        std::int64_t rows, cols;
+        bool original_read;  // by a Blocks product or a Dequantize
+    };
+    void plan_interleaved_weights() {
+        interleaved_.assign(nodes_.size(), std::nullopt);
+        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
+            const auto* op = nodes_[id].spec.payload_as<QuantizedMatmulOp>();
+            if (!op || op->layout != WeightLayout::Interleaved8) continue;
+            const std::uint32_t w = nodes_[id].sources[1];
+            check(plans_[w].exec == Exec::Input, "CpuRuntime::load", "node {}: an interleaved product reads its "
+                  "weight from node {}, which is not an input", id, w);
+            auto& plan = interleaved_[w];
+            check(!plan || (plan->format == op->format && plan->rows == op->rows && plan->cols == op->cols),
+                  "CpuRuntime::load", "node {}: input {} is read as two different interleaved matrices", id, w);
+            plan = InterleavedWeight{op->format, op->rows, op->cols, false};
+        }
+        for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
+            const NodeSpec& spec = nodes_[id].spec;
+            const auto* product = spec.payload_as<QuantizedMatmulOp>();
+            const auto* gather = spec.payload_as<QuantizedGatherOp>();
+            if (product) plans_[id].reads_interleaved = product->layout == WeightLayout::Interleaved8;
+            if (const auto* w = gather ? &interleaved_[nodes_[id].sources[0]] : nullptr; w && *w)
+                plans_[id].reads_interleaved = gather->format == (*w)->format && gather->rows == (*w)->rows &&
+                                               gather->cols == (*w)->cols;
+            for (std::size_t k = 0; k < nodes_[id].sources.size(); ++k) {
+                const std::uint32_t s = nodes_[id].sources[k];
+                const bool weight_slot = k == (product ? 1u : 0u);
+                if (interleaved_[s] && !(plans_[id].reads_interleaved && weight_slot))
+                    interleaved_[s]->original_read = true;
+            }
+        }
+    }
+    void interleave_input(std::uint32_t id) {
+        InputData& in = *inputs_[id];
+        if (in.interleaved.data()) return;
+        const InterleavedWeight& w = *interleaved_[id];
+        ::luminal::quantized_detail::check_blocks(w.format, w.rows, w.cols, in.count, "QuantizedMatmul", id);
+        in.interleaved.reserve(static_cast<std::size_t>(in.count));
+        cpu::interleave_weight(w.format, w.rows, w.cols, in.data(), in.interleaved.data(), *threads_);
+        if (in.borrowed && !w.original_read) release_pages(in.borrowed, static_cast<std::size_t>(in.count));
+    }
+    // Hands the whole pages of a mapped range back to the kernel.
+    static void release_pages(const std::byte* p, std::size_t bytes) {
+        const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        const auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+        const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    }
+    // Where node `reader` finds the blocks of its weight, source `s`.
+    const std::byte* weight_data(std::uint32_t reader, std::uint32_t s) const {
+        return plans_[reader].reads_interleaved ? inputs_[s]->interleaved.data() : data_[s];
+    }
+
     bool updates_in_place(std::uint32_t output) const {
         return plans_[output].forwarded && plans_[nodes_[output].sources[0]].in_place_input.has_value();
     }
@@ -479,6 +546,7 @@ private:
     std::vector<std::pair<std::uint32_t, std::uint32_t>> carried_;  // (Output, Input) program indices
     std::vector<Plan> plans_;
     std::vector<std::uint32_t> last_use_;
+    std::vector<std::optional<InterleavedWeight>> interleaved_;  // per input node
     std::vector<std::optional<InputData>> inputs_;
     std::vector<cpu::AlignedBuffer> outputs_;  // per Output node; kept for get()
     std::vector<bool> computed_;
@@ -582,15 +650,15 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
         case Exec::QuantizedMatmul: {
             const std::uint32_t blocks = node.sources[1];
             check(source_dtype(1) == DType::U8, "QuantizedMatmul", "node {}: blocks must be u8", id);
-            cpu::quantized_matmul(*spec.payload_as<QuantizedMatmulOp>(), source_dtype(0), data_[node.sources[0]],
-                                  views[0], data_[blocks], views[1], reinterpret_cast<float*>(out), n, id, isa_,
-                                  *threads_, quant_scratch_);
+            const auto& op = *spec.payload_as<QuantizedMatmulOp>();
+            cpu::quantized_matmul(op, source_dtype(0), data_[node.sources[0]], views[0], weight_data(id, blocks),
+                                  views[1], reinterpret_cast<float*>(out), n, id, isa_, *threads_, quant_scratch_);
             return;
         }
         case Exec::QuantizedGather:
             check(source_dtype(0) == DType::U8, "QuantizedGather", "node {}: blocks must be u8", id);
-            cpu::quantized_gather(*spec.payload_as<QuantizedGatherOp>(), data_[node.sources[0]], views[0],
-                                  source_dtype(1), data_[node.sources[1]], views[1], reinterpret_cast<float*>(out), n,
+            cpu::quantized_gather(*spec.payload_as<QuantizedGatherOp>(), weight_data(id, node.sources[0]),
+                                  views[0], p.reads_interleaved, source_dtype(1), data_[node.sources[1]], views[1], reinterpret_cast<float*>(out), n,
                                   id, quant_scratch_);
             return;
         case Exec::Dequantize:
