@@ -93,6 +93,15 @@ std::vector<float> run_product(QuantizedProduct& p, Runtime runtime, QuantFormat
     return rt.get_f32(p.y);
 }
 
+// Rows `picked` of the fixture's table as the gguf package dequantizes it.
+std::vector<float> dequantized_rows(QuantFormat f, const std::vector<std::int32_t>& picked) {
+    const auto table = quant_fixture().values(fixture_name(f, "dequantized"));
+    const std::int64_t cols = cols_of(f);
+    std::vector<float> out;
+    for (std::int32_t id : picked) out.insert(out.end(), table.begin() + id * cols, table.begin() + (id + 1) * cols);
+    return out;
+}
+
 std::vector<Isa> isas_here() {
     std::vector<Isa> out;
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni})
@@ -151,7 +160,7 @@ TEST_CASE("QuantizedMatmul's reference semantics round activations as the Q8 ker
         const std::int64_t cols = cols_of(f);
         auto x = cx.tensor({kActivationRows, cols});
         auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
-        auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, cols, luminal::Activations::Q8}, {x, blocks}).output();
+        auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, cols, luminal::Activations::Q8, luminal::WeightLayout::Blocks}, {x, blocks}).output();
         luminal::CompileOptions options;
         options.verbosity = 0;
         auto rt = cx.compile(luminal::ReferenceRuntime{}, options);
@@ -179,10 +188,7 @@ TEST_CASE("an embedding lookup in a quantized table decodes only the rows it rea
         rt.set_data(ids, picked);
         rt.set_bytes(blocks, quant_fixture().blocks(f));
         rt.execute(cx.dyn_map());
-        const auto table_values = quant_fixture().values(fixture_name(f, "dequantized"));
-        std::vector<float> want;
-        for (std::int32_t id : picked)
-            want.insert(want.end(), table_values.begin() + id * cols, table_values.begin() + (id + 1) * cols);
+        const std::vector<float> want = dequantized_rows(f, picked);
         CHECK(rt.get_f32(rows) == want);  // decoding is exact
 
         rt.set_data(ids, std::vector<std::int32_t>{0, 1, 40, 2});
@@ -458,10 +464,7 @@ TEST_CASE("a table read by an interleaved product and a lookup: the lookup decod
         rt.set_data(x, first_rows(quant_fixture().values(activations_of(f)), 3, cols));
         rt.set_bytes(blocks, quant_fixture().blocks(f));
         rt.execute(cx.dyn_map());
-        const auto table_values = quant_fixture().values(fixture_name(f, "dequantized"));
-        std::vector<float> want;
-        for (std::int32_t id : picked)
-            want.insert(want.end(), table_values.begin() + id * cols, table_values.begin() + (id + 1) * cols);
+        const std::vector<float> want = dequantized_rows(f, picked);
         CHECK(rt.get_f32(looked_up) == want);
         check_close(rt.get_f32(y), first_rows(quant_fixture().values(fixture_name(f, "q8")), 3, kRows));
     }

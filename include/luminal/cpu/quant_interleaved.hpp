@@ -205,25 +205,14 @@ LUMINAL_VNNI void interleaved_rows_vnni(const std::byte* group, const Q8Rows& x,
 }
 #undef LUMINAL_INTERLEAVED_ROWS_BODY
 
-// Each row group, the activations in tiles of 4 rows (then 2, 1).
-#define LUMINAL_INTERLEAVED_PRODUCT_BODY(ROWS)                                                             \
-    for (std::int64_t j = t.j_begin; j < t.j_end; j += kInterleave) {                                      \
-        const std::byte* group = t.weight + j * t.row_bytes;                                               \
-        std::int64_t i = 0;                                                                                \
-        for (; i + 4 <= x.rows; i += 4) ROWS<F, 4>(group, x, i, t.out + i * t.out_stride + j, t.out_stride); \
-        for (; i + 2 <= x.rows; i += 2) ROWS<F, 2>(group, x, i, t.out + i * t.out_stride + j, t.out_stride); \
-        for (; i < x.rows; ++i) ROWS<F, 1>(group, x, i, t.out + i * t.out_stride + j, t.out_stride);        \
-    }
-
 template <QuantFormat F>
 LUMINAL_AVX2 void interleaved_product_avx2(const ProductTask& t, const Q8Rows& x) {
-    LUMINAL_INTERLEAVED_PRODUCT_BODY(interleaved_rows_avx2)
+    LUMINAL_ROW_TILES(interleaved_rows_avx2, kInterleave)
 }
 template <QuantFormat F>
 LUMINAL_VNNI void interleaved_product_vnni(const ProductTask& t, const Q8Rows& x) {
-    LUMINAL_INTERLEAVED_PRODUCT_BODY(interleaved_rows_vnni)
+    LUMINAL_ROW_TILES(interleaved_rows_vnni, kInterleave)
 }
-#undef LUMINAL_INTERLEAVED_PRODUCT_BODY
 
 }  // namespace simd_detail
 #endif

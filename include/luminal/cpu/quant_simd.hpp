@@ -153,26 +153,15 @@ LUMINAL_VNNI void q8_rows_vnni(const std::byte* w, const Q8Rows& x, std::int64_t
 }
 #undef LUMINAL_Q8_ROWS_BODY
 
-// Each weight row j, activations in tiles of 4 rows (then 2, 1).
-#define LUMINAL_Q8_PRODUCT_BODY(ROWS)                                                                  \
-    for (std::int64_t j = t.j_begin; j < t.j_end; ++j) {                                               \
-        const std::byte* w = t.weight + j * t.row_bytes;                                               \
-        std::int64_t i = 0;                                                                            \
-        for (; i + 4 <= x.rows; i += 4) ROWS<F, 4>(w, x, i, t.out + i * t.out_stride + j, t.out_stride); \
-        for (; i + 2 <= x.rows; i += 2) ROWS<F, 2>(w, x, i, t.out + i * t.out_stride + j, t.out_stride); \
-        for (; i < x.rows; ++i) ROWS<F, 1>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);        \
-    }
-
 template <QuantFormat F>
 LUMINAL_AVX2 void q8_product_avx2(const ProductTask& t, const Q8Rows& x) {
-    LUMINAL_Q8_PRODUCT_BODY(q8_rows_avx2)
+    LUMINAL_ROW_TILES(q8_rows_avx2, 1)
 }
 
 template <QuantFormat F>
 LUMINAL_VNNI void q8_product_vnni(const ProductTask& t, const Q8Rows& x) {
-    LUMINAL_Q8_PRODUCT_BODY(q8_rows_vnni)
+    LUMINAL_ROW_TILES(q8_rows_vnni, 1)
 }
-#undef LUMINAL_Q8_PRODUCT_BODY
 
 // quantize_rows (quant_scalar.hpp) with AVX2: the same d, q and sums
 // (roundf's half-away-from-zero rounding, computed exactly from the truncation).
