@@ -386,22 +386,20 @@ namespace {
 
 // y = QuantizedMatmul(x, blocks) with Q8 activations in `layout`, built directly
 // (compiling Matmul(x, Dequantize) would let the cost model pick the layout).
-std::vector<float> run_layout(QuantFormat f, std::int64_t m, luminal::WeightLayout layout, luminal::CpuRuntime runtime,
-                              std::string* program = nullptr) {
-    luminal::Graph cx;
+QuantizedProduct layout_product(QuantFormat f, std::int64_t m, luminal::WeightLayout layout) {
+    auto cx = std::make_unique<luminal::Graph>();
     const std::int64_t cols = cols_of(f);
-    auto x = cx.tensor({m, cols});
-    auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
+    auto x = cx->tensor({m, cols});
+    auto blocks = cx->named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
     auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, cols, luminal::Activations::Q8, layout}, {x, blocks})
                  .output();
-    luminal::CompileOptions options;
-    options.verbosity = 0;
-    auto [rt, report] = luminal::compile_with_report(cx, std::move(runtime), options);
-    if (program) *program = report.program.to_string();
-    rt.set_data(x, first_rows(quant_fixture().values(activations_of(f)), m, cols));
-    rt.set_bytes(blocks, quant_fixture().blocks(f));
-    rt.execute(cx.dyn_map());
-    return rt.get_f32(y);
+    return {std::move(cx), x, blocks, y};
+}
+
+std::vector<float> run_layout(QuantFormat f, std::int64_t m, luminal::WeightLayout layout, luminal::CpuRuntime runtime,
+                              std::string* program = nullptr) {
+    QuantizedProduct p = layout_product(f, m, layout);
+    return run_product(p, std::move(runtime), f, m, program);
 }
 
 constexpr QuantFormat kInterleavedFormats[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1,
@@ -491,4 +489,28 @@ TEST_CASE("pack_tile and unpack_tile are inverse, and the repacked tile is not t
     check_format.operator()<QuantFormat::Q4_1>();
     check_format.operator()<QuantFormat::Q5_0>();
     check_format.operator()<QuantFormat::Q5_1>();
+}
+
+TEST_CASE("a repacked weight whose copy was freed is restored for a program kept from another (as the search does)") {
+    // set_bytes copies the blocks; once repacked for the interleaved product nothing reads
+    // the copy, which is freed. A program then loaded with InputBinding::Keep that reads the
+    // blocks as stored gets them back, decoded from the repacked copy.
+    for (QuantFormat f : kInterleavedFormats) {
+        CAPTURE(luminal::io::name_of(f));
+        QuantizedProduct interleaved = layout_product(f, 3, luminal::WeightLayout::Interleaved8);
+        QuantizedProduct blocks = layout_product(f, 3, luminal::WeightLayout::Blocks);
+        luminal::CompileOptions options;
+        options.verbosity = 0;
+        auto [rt, report] = luminal::compile_with_report(*interleaved.cx, luminal::CpuRuntime{}, options);
+        const auto want = first_rows(quant_fixture().values(fixture_name(f, "q8")), 3, kRows);
+        rt.set_data(interleaved.x, first_rows(quant_fixture().values(activations_of(f)), 3, cols_of(f)));
+        rt.set_bytes(interleaved.blocks, quant_fixture().blocks(f));
+        rt.execute(interleaved.cx->dyn_map());
+        check_close(rt.get_f32(interleaved.y), want);
+        const auto blocks_program = luminal::compile_with_report(*blocks.cx, luminal::CpuRuntime{}, options).second.program;
+        CHECK(blocks_program.to_string().find("interleaved8") == std::string::npos);
+        rt.load(blocks_program, luminal::InputBinding::Keep);
+        rt.execute(blocks.cx->dyn_map());
+        check_close(rt.get_f32(blocks.y), want);
+    }
 }

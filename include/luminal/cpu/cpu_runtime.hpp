@@ -172,6 +172,8 @@ public:
                 check(inputs_[id]->count == n, "CpuRuntime::execute",
                       "input '{}' (node {}) has {} values but its shape {} needs {}", node.op.label, node.hlir,
                       inputs_[id]->count, to_string(node.shape), n);
+                if (inputs_[id]->released && (!interleaved_[id] || interleaved_[id]->original_read))
+                    restore_blocks(id);  // a program kept from another one (the search) reads the file's layout
                 data_[id] = inputs_[id]->data();
                 if (interleaved_[id]) interleave_input(id);
                 continue;
@@ -284,12 +286,19 @@ private:
         std::optional<std::uint32_t> in_place_input;  // Scatter writing into this carried Input's buffer
         bool reads_interleaved = false;  // QuantizedMatmul/Gather reading its weight's repacked copy
     };
+    struct InterleavedWeight {
+        QuantFormat format;
+        std::int64_t rows, cols;
+        bool original_read;  // by a Blocks product or a Dequantize
+    };
     struct InputData {
         cpu::AlignedBuffer buffer;
         std::int64_t count = 0;
         const std::byte* borrowed = nullptr;  // borrow_bytes: read in place, never written
         std::shared_ptr<const void> owner{};
         cpu::AlignedBuffer interleaved{};  // the blocks repacked for Interleaved8 products; empty until then
+        std::optional<InterleavedWeight> interleaved_as{};  // the matrix `interleaved` holds
+        bool released = false;  // `buffer` freed after the repack: nothing read the blocks
         // Kernels take inputs as std::byte*; a borrowed input is only read.
         std::byte* data() { return borrowed ? const_cast<std::byte*>(borrowed) : buffer.data(); }
     };
@@ -418,12 +427,8 @@ private:
     // per binding (at the next execution); products of that layout and lookups
     // then read the repacked copy. Where nothing else reads the file's blocks,
     // their mapped pages are handed back (they are re-read from the file if
-    // ever touched again), so memory stays at the weights' size.
-    struct InterleavedWeight {
-        QuantFormat format;
-        std::int64_t rows, cols;
-        bool original_read;  // by a Blocks product or a Dequantize
-    };
+    // ever touched again) and a copy of them is freed, so memory stays at the
+    // weights' size.
     void plan_interleaved_weights() {
         interleaved_.assign(nodes_.size(), std::nullopt);
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
@@ -460,8 +465,20 @@ private:
         ::luminal::quantized_detail::check_blocks(w.format, w.rows, w.cols, in.count, "QuantizedMatmul", id);
         in.interleaved.reserve(static_cast<std::size_t>(in.count));
         cpu::interleave_weight(w.format, w.rows, w.cols, in.data(), in.interleaved.data(), *threads_);
-        if (in.borrowed && !w.original_read) release_pages(in.borrowed, static_cast<std::size_t>(in.count));
+        in.interleaved_as = w;
+        if (w.original_read) return;
+        if (in.borrowed) release_pages(in.borrowed, static_cast<std::size_t>(in.count));
+        else in.buffer = cpu::AlignedBuffer{}, in.released = true;  // a copy (reordered Q/K rows): freed
     }
+    // The file's blocks again, from the repacked copy (the repack is exact both ways).
+    void restore_blocks(std::uint32_t id) {
+        InputData& in = *inputs_[id];
+        const InterleavedWeight& w = *in.interleaved_as;
+        in.buffer.reserve(static_cast<std::size_t>(in.count));
+        cpu::deinterleave_weight(w.format, w.rows, w.cols, in.interleaved.data(), in.buffer.data(), *threads_);
+        in.released = false;
+    }
+
     // Hands the whole pages of a mapped range back to the kernel.
     static void release_pages(const std::byte* p, std::size_t bytes) {
         const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));

@@ -182,6 +182,20 @@ inline void interleave_weight(QuantFormat f, std::int64_t rows, std::int64_t col
     });
 }
 
+// The inverse of interleave_weight.
+inline void deinterleave_weight(QuantFormat f, std::int64_t rows, std::int64_t cols, const std::byte* interleaved,
+                                std::byte* blocks, ThreadPool& pool) {
+    quant::with_format(f, [&]<QuantFormat F>() {
+        if constexpr (!quant::is_k_format<F>) {
+            const std::int64_t group_bytes = quant::kInterleave * quantized_bytes(F, 1, cols);
+            pool.parallel_for(rows / quant::kInterleave, 16, [&](std::int64_t g0, std::int64_t g1) {
+                for (std::int64_t g = g0; g < g1; ++g)
+                    quant::deinterleave_group<F>(interleaved + g * group_bytes, cols, blocks + g * group_bytes);
+            });
+        }
+    });
+}
+
 inline void dequantize(const DequantizeOp& op, const std::byte* blocks_src, const StridedView& blocks_view, float* out,
                        std::int64_t n, std::uint32_t node, quant::Isa isa, ThreadPool& pool) {
     using namespace quantized_detail;
