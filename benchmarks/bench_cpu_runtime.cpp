@@ -4,7 +4,7 @@
 //    (binding views, the output copy);
 //  * a linear layer's product, 128 tokens x 768 -> 2048 (a weight [2048, 768]
 //    as stored), on one thread, against Eigen's row-major x * w^T: the GEMM
-//    that reads weight rows in place (cpu_gemm.hpp);
+//    that reads weight rows in place (gemm.hpp);
 //  * silu(x) * y over 1M f32 elements as one FusedElementwise node against the
 //    same graph run as separate primitives (program_of): what fusion saves.
 // Prints median ratios (run with --benchmark_repetitions=N for medians).

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <luminal/luminal.hpp>
-#include <luminal/runtime/cpu_rules.hpp>
+#include <luminal/cpu/cpu_rules.hpp>
 
 #include "llama_graph.hpp"
 

@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -77,7 +78,29 @@ struct Args {
     std::int64_t new_tokens = 1;
     double bandwidth = luminal::cuda::DeviceSpec{}.bandwidth;
     int multiprocessors = luminal::cuda::DeviceSpec{}.multiprocessors;
+    std::optional<std::uint64_t> max_memory;
 };
+
+// "8G", "512M", "1.5GiB", "100000" (bytes) as bytes; K, M, G, T are powers of 1024.
+std::uint64_t parse_bytes(const std::string& text) {
+    std::size_t end = 0;
+    double value = 0;
+    try {
+        value = std::stod(text, &end);
+    } catch (const std::exception&) {
+        end = 0;
+    }
+    std::string unit = text.substr(end);
+    std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::toupper(c); });
+    const std::map<std::string, double> scale{{"", 1.0}, {"B", 1.0}, {"K", 0x1p10}, {"KB", 0x1p10}, {"KIB", 0x1p10},
+                                              {"M", 0x1p20}, {"MB", 0x1p20}, {"MIB", 0x1p20}, {"G", 0x1p30},
+                                              {"GB", 0x1p30}, {"GIB", 0x1p30}, {"T", 0x1p40}, {"TB", 0x1p40},
+                                              {"TIB", 0x1p40}};
+    const auto it = scale.find(unit);
+    luminal::check(end > 0 && value > 0 && it != scale.end(), "generate", "--max-memory {}: expected a size such as "
+                   "8G, 512M or a number of bytes", text);
+    return static_cast<std::uint64_t>(value * it->second);
+}
 
 // The config of a model directory (config.json is enough) or a GGUF file.
 luminal::io::ModelConfig config_of(const std::filesystem::path& model) {
@@ -161,7 +184,7 @@ int run(const Args& args, Runtime runtime) {
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
-    luminal::nn::Session session(model, std::move(runtime), options);
+    luminal::nn::Session session(model, std::move(runtime), options, luminal::nn::MemoryLimit{args.max_memory});
     const double compile_ms = ms_since(compile_start);
 
     const auto bind_start = Clock::now();
@@ -301,8 +324,12 @@ int main(int argc, char** argv) {
     app.add_option("--bandwidth", args.bandwidth, "--plan-only: DRAM bytes/s the floor and the cost model assume")
         ->check(CLI::PositiveNumber);
     app.add_option("--sms", args.multiprocessors, "--plan-only: the GPU's multiprocessors")->check(CLI::PositiveNumber);
+    std::string max_memory;
+    app.add_option("--max-memory", max_memory,
+                   "most memory to use, e.g. 8G or 512M (default: what the machine has available)");
     CLI11_PARSE(app, argc, argv);
     try {
+        if (!max_memory.empty()) args.max_memory = parse_bytes(max_memory);
         if (args.plan_only) {
             luminal::check(args.device == "cuda", "generate", "--plan-only plans for the CUDA backend: add --device cuda");
             return plan(args);
@@ -311,6 +338,9 @@ int main(int argc, char** argv) {
         return run(args, luminal::CpuRuntime(luminal::CpuOptions{.threads = args.threads}));
     } catch (const luminal::Error& error) {
         std::fprintf(stderr, "generate: %s\n", error.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "generate: out of memory (try a smaller --context or --max-memory)\n");
         return 1;
     }
 }

@@ -2,7 +2,8 @@
 """Re-quantizes a GGUF file (SmolLM2-135M-Instruct's Q4_1 by default) to another llama.cpp
 type with llama.cpp's own quantizer (llama-cpp-python's llama_model_quantize, requantizing
 allowed): the same weights in another format, for benchmarks of the quantized kernels.
-The output is not committed; scripts/bench.sh writes it under build/bench/models.
+The output is not committed; scripts/bench.sh writes it under build/bench/models. With
+--source tools/random_smollm2_gguf.py's file it quantizes the SmolLM2-1.7B-sized random model.
 
     pip install llama-cpp-python gguf
     python3 tools/quantize_smollm2.py --type Q8_0 --out /tmp/SmolLM2-135M-Instruct.Q8_0.gguf

@@ -4,7 +4,8 @@
   random_hf     random weights (dtype, bf16 say) for a config.json of the repository, with
                 overrides (`set = { num_hidden_layers = 8 }`), written once by torch
                 (workers/random_weights.py) and read by every path
-  quantized     SmolLM2's weights re-quantized by tools/quantize_smollm2.py (type = "Q8_0", ...)
+  quantized     SmolLM2's weights re-quantized by tools/quantize_smollm2.py (type = "Q8_0", ...); with
+                base = "random-1.7b", random weights at SmolLM2-1.7B's dims (tools/random_smollm2_gguf.py)
   file          a file or folder in the repository (e.g. a tests/data fixture)
   hf_config     a config.json folder (compile-time paths only: no weights)"""
 from __future__ import annotations
@@ -144,13 +145,29 @@ def decode_bytes(folder: Path) -> dict | None:
     return {"weight_bytes": sum(sizes.values()), "decode_bytes": round(read)}
 
 
+QUANTIZED_BASES = {"smollm2", "random-1.7b"}
+
+
+def _random_1_7b(work: Path) -> Path:
+    out = work / "models" / "SmolLM2-1.7B-random.F16.gguf"
+    if not out.exists():
+        _run([sys.executable, str(REPO / "tools" / "random_smollm2_gguf.py"), "--tokenizer-from", str(smollm2()),
+              "--out", str(out)], "tools/random_smollm2_gguf.py")
+    return out
+
+
 def _quantized(model: Model, work: Path) -> Path:
     qtype = model.options.get("type")
     if not qtype:
         raise ModelError(f"{model.key}: a quantized model needs type = \"Q8_0\" (or another llama.cpp type)")
-    out = work / "models" / f"SmolLM2-135M-Instruct.{qtype}.gguf"
+    base = model.options.get("base", "smollm2")
+    if base not in QUANTIZED_BASES:
+        raise ModelError(f"{model.key}: base must be one of {sorted(QUANTIZED_BASES)}, got {base!r}")
+    source = smollm2() if base == "smollm2" else _random_1_7b(work)
+    stem = "SmolLM2-135M-Instruct" if base == "smollm2" else "SmolLM2-1.7B-random"
+    out = work / "models" / f"{stem}.{qtype}.gguf"
     if not out.exists():
-        _run([sys.executable, str(REPO / "tools" / "quantize_smollm2.py"), "--source", str(smollm2()),
+        _run([sys.executable, str(REPO / "tools" / "quantize_smollm2.py"), "--source", str(source),
               "--type", qtype, "--out", str(out)], "tools/quantize_smollm2.py")
     return out
 

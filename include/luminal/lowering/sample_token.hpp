@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "luminal/runtime/cpu_op.hpp"
+#include "luminal/cpu/op.hpp"
 #include "luminal/graph/backend_op.hpp"
 
 namespace luminal {

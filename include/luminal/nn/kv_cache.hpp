@@ -51,12 +51,23 @@ inline CacheWindow append_to_cache(Graph& cx, const std::string& name, std::int6
 struct KvCaches {
     std::vector<KvCache> layers;
 
+    // Zeros in every cache; where the runtime binds zeros itself (the CPU's
+    // untouched pages), in time and memory that do not grow with the capacity.
     template <typename Runtime>
     void clear(Runtime& rt) const {
-        for (const KvCache& c : layers) {
-            rt.set_data(c.keys, std::vector<float>(numel(c.keys), 0.0f));
-            rt.set_data(c.values, std::vector<float>(numel(c.values), 0.0f));
-        }
+        for (const KvCache& c : layers)
+            for (const GraphTensor& t : {c.keys, c.values}) {
+                if constexpr (requires { rt.set_zeros(t); }) rt.set_zeros(t);
+                else rt.set_data(t, std::vector<float>(numel(t), 0.0f));
+            }
+    }
+
+    // Bytes the caches hold at their capacity.
+    std::uint64_t bytes() const {
+        std::uint64_t total = 0;
+        for (const KvCache& c : layers)
+            for (const GraphTensor& t : {c.keys, c.values}) total += numel(t) * size_of(t.dtype());
+        return total;
     }
 
 private:

@@ -7,6 +7,7 @@
 #include "luminal/io/safetensors_model.hpp"
 #include "luminal/nn/causal_lm.hpp"
 #include "luminal/nn/checkpoint.hpp"
+#include "luminal/nn/memory_budget.hpp"
 #include "luminal/nn/pretrained.hpp"
 
 #include <algorithm>
@@ -23,16 +24,36 @@ template <typename Runtime>
 class Session {
 public:
     // Compiles `model` for `runtime`; load_weights() must follow before forward().
-    Session(CausalLm& model, Runtime runtime, const CompileOptions& options = {}) : model_(model) {
-        auto compiled = compile_with_report(*model_.graph, std::move(runtime), with_typical_workloads(options));
+    // What the weights, the KV caches and the runtime's buffers need is checked
+    // against `limit` (by default the memory available) first: an Error says
+    // what does not fit and which option lowers it.
+    Session(CausalLm& model, Runtime runtime, const CompileOptions& options = {}, MemoryLimit limit = {})
+        : model_(model), limit_(limit) {
+        check_memory(resident_uses(), limit_, kWhere);
+        auto compiled = reporting_out_of_memory(kWhere, "compiling the model", [&] {
+            return compile_with_report(*model_.graph, std::move(runtime), with_typical_workloads(options));
+        });
         runtime_ = std::move(compiled.first);
         report_ = std::move(compiled.second);
+        if constexpr (requires { runtime_.planned_bytes(DynMap{}); }) {
+            std::uint64_t arena = 0;
+            for (const auto& [dims, weight] : with_typical_workloads({}).workloads)
+                arena = std::max(arena, runtime_.planned_bytes(dims));
+            DynMap full;  // a decode step over a full cache
+            full.set('s', 1);
+            full.set('p', model_.options.context - 1);
+            arena = std::max(arena, runtime_.planned_bytes(full));
+            std::vector<MemoryUse> uses = resident_uses();
+            uses.push_back(arena_use(arena, "a 64-token prompt or a decode step"));
+            check_memory(std::move(uses), limit_, kWhere);
+        }
     }
 
     // Binds `weights` (checked against the model) and starts from no tokens.
     template <Checkpoint Weights>
     void load_weights(const Weights& weights) {
-        model_.parameters.bind(runtime_, weights, model_.ignorable);
+        reporting_out_of_memory(kWhere, "binding the weights",
+                                [&] { model_.parameters.bind(runtime_, weights, model_.ignorable); });
         loaded_ = true;
         if (model_.sampling) set_sampling(0, 0, 0);
         reset();
@@ -44,7 +65,7 @@ public:
 
     // Forgets the tokens so far (clears the caches).
     void reset() {
-        model_.caches.clear(runtime_);
+        reporting_out_of_memory(kWhere, "clearing the KV caches", [&] { model_.caches.clear(runtime_); });
         position_ = 0;
     }
 
@@ -102,9 +123,61 @@ private:
                   "of {}", tokens[i], i, vocab);
         model_.graph->set_dim('s', count);
         model_.graph->set_dim('p', position_);
-        runtime_.set_data(model_.input_ids, std::vector<std::int32_t>(tokens.begin(), tokens.end()));
-        runtime_.execute(model_.graph->dyn_map());
-        position_ += count;
+        if constexpr (requires { runtime_.planned_bytes(DynMap{}); }) {
+            // A prompt's buffers grow with its length; decode steps were checked with the session.
+            if (count > 1) check_prompt_memory(count);
+        }
+        reporting_out_of_memory(kWhere, fmt::format("running {} tokens after {}", count, position_), [&] {
+            runtime_.set_data(model_.input_ids, std::vector<std::int32_t>(tokens.begin(), tokens.end()));
+            runtime_.execute(model_.graph->dyn_map());
+            position_ += count;
+        });
+    }
+
+
+    static constexpr std::string_view kWhere = "nn::Session";
+
+    // The weights and the KV caches at their capacity.
+    std::vector<MemoryUse> resident_uses() const {
+        std::uint64_t weights = 0;
+        for (const Parameter& p : model_.parameters.parameters()) {
+            std::uint64_t n = 1;
+            for (std::int64_t d : p.shape) n *= static_cast<std::uint64_t>(d);
+            weights += p.format ? static_cast<std::uint64_t>(quantized_bytes(*p.format, p.shape[0], p.shape[1]))
+                                : n * size_of(p.tensor.dtype());
+        }
+        const std::int64_t context = model_.options.context;
+        const std::uint64_t cache = model_.caches.bytes();
+        const DType cache_dtype = model_.caches.layers.empty() ? DType::F32 : model_.caches.layers[0].keys.dtype();
+        return {
+            {fmt::format("weights ({} tensors)", model_.parameters.parameters().size()), weights,
+             "keeping matrices quantized (a GGUF file) or in 16 bits (ModelOptions::weight_dtype, generate's "
+             "--weights)", 0, ""},
+            {fmt::format("KV cache ({} tokens x {} layers, {})", context, model_.caches.layers.size(),
+                         name_of(cache_dtype)),
+             cache, "a smaller ModelOptions::context (generate's --context)",
+             context > 0 ? cache / static_cast<std::uint64_t>(context) : 0, "tokens"},
+        };
+    }
+    static MemoryUse arena_use(std::uint64_t bytes, std::string_view what) {
+        return {fmt::format("the runtime's buffers for {}", what), bytes, "", 0, ""};
+    }
+    void check_prompt_memory(std::int64_t count) {
+        const std::uint64_t arena = runtime_.planned_bytes(model_.graph->dyn_map());
+        const std::string what = fmt::format("a {}-token prompt", count);
+        if (limit_.max_bytes) {
+            std::vector<MemoryUse> uses = resident_uses();
+            uses.push_back(arena_use(arena, what));
+            uses.back().lowered_by = "a shorter prompt (Session::forward in pieces)";
+            check_memory(std::move(uses), limit_, kWhere);
+        } else {  // the weights and caches are allocated already: what the machine has left must hold the rest
+            const std::uint64_t held = runtime_.peak_bytes();
+            if (arena > held)
+                check_memory({{fmt::format("the runtime's buffers for {}, beyond the {} held", what,
+                                           format_bytes(held)),
+                               arena - held, "a shorter prompt (Session::forward in pieces)", 0, ""}},
+                             limit_, kWhere);
+        }
     }
 
     // Unless the caller chose workloads: a prompt and, weighted by the tokens
@@ -130,6 +203,7 @@ private:
     }
 
     CausalLm& model_;
+    MemoryLimit limit_;
     Runtime runtime_;
     CompileReport report_;
     std::int64_t position_ = 0;

@@ -119,6 +119,31 @@ TEST_CASE_TEMPLATE("a carried scatter into a cache writes rows after the earlier
     m.write(rt, 1, {-1, -2});
     CHECK(rt.get_f32(m.updated) == std::vector<float>{0, 0, -1, -2, 0, 0, 0, 0});
     CHECK(rt.get_f32(m.column_sums) == std::vector<float>{-1, -2});
+    if constexpr (std::is_same_v<Runtime, luminal::CpuRuntime>) {  // the CPU's clear: zeros bound without values
+        rt.set_zeros(m.cache);
+        m.write(rt, 3, {9, 10});
+        CHECK(rt.get_f32(m.updated) == std::vector<float>{0, 0, 0, 0, 0, 0, 9, 10});
+        CHECK(rt.get_f32(m.column_sums) == std::vector<float>{9, 10});
+    }
+}
+
+TEST_CASE("CpuRuntime::set_zeros binds zeros to inputs of every size (mapped pages from 1 MiB)") {
+    for (const std::int64_t n : {std::int64_t{5}, std::int64_t{1} << 19}) {  // 20 B and 2 MiB of f32
+        luminal::Graph cx;
+        luminal::GraphTensor x = cx.named_tensor("x", {n});
+        const luminal::GraphTensor shifted = x + 1.0f;
+        luminal::GraphTensor total = shifted.sum(0).output();
+        luminal::CpuRuntime rt = cx.compile(luminal::CpuRuntime{});
+        rt.set_zeros(x);
+        rt.execute(cx.dyn_map());
+        CHECK(rt.get_f32(total) == std::vector<float>{static_cast<float>(n)});
+        rt.set_data(x, std::vector<float>(static_cast<std::size_t>(n), 2.0f));
+        rt.execute(cx.dyn_map());
+        CHECK(rt.get_f32(total) == std::vector<float>{static_cast<float>(3 * n)});
+        rt.set_zeros(x);
+        rt.execute(cx.dyn_map());
+        CHECK(rt.get_f32(total) == std::vector<float>{static_cast<float>(n)});
+    }
 }
 
 TEST_CASE_TEMPLATE("a carried cache also read after its scatter keeps copy semantics", Runtime,

@@ -1,6 +1,6 @@
 #pragma once
-// The block products of cpu_quant_scalar.hpp with x86 vector instructions,
-// for the instruction set asked for (cpu_quant_isa.hpp says which this CPU
+// The block products of quant_scalar.hpp with x86 vector instructions,
+// for the instruction set asked for (quant_isa.hpp says which this CPU
 // runs), and the calls that dispatch between them and the scalar ones:
 //
 //  * Avx2: a weight block's 32 values in one 256-bit register, multiplied with
@@ -10,12 +10,12 @@
 //  * Avx512Vnni: the same with vpdpbusd (u8 x s8, four products summed into
 //    i32 in one instruction; AVX512-VNNI with AVX512VL's 256-bit form).
 // Up to 4 activation rows share each decoded weight block. The K formats'
-// kernels are in cpu_quant_simd_k.hpp.
+// kernels are in quant_simd_k.hpp.
 #include <cstdint>
 
-#include "luminal/runtime/cpu_quant_isa.hpp"
-#include "luminal/runtime/cpu_quant_scalar.hpp"
-#include "luminal/runtime/cpu_quant_simd_k.hpp"
+#include "luminal/cpu/quant_isa.hpp"
+#include "luminal/cpu/quant_scalar.hpp"
+#include "luminal/cpu/quant_simd_k.hpp"
 
 namespace luminal::cpu::quant {
 
@@ -153,28 +153,17 @@ LUMINAL_VNNI void q8_rows_vnni(const std::byte* w, const Q8Rows& x, std::int64_t
 }
 #undef LUMINAL_Q8_ROWS_BODY
 
-// Each weight row j, activations in tiles of 4 rows (then 2, 1).
-#define LUMINAL_Q8_PRODUCT_BODY(ROWS)                                                                  \
-    for (std::int64_t j = t.j_begin; j < t.j_end; ++j) {                                               \
-        const std::byte* w = t.weight + j * t.row_bytes;                                               \
-        std::int64_t i = 0;                                                                            \
-        for (; i + 4 <= x.rows; i += 4) ROWS<F, 4>(w, x, i, t.out + i * t.out_stride + j, t.out_stride); \
-        for (; i + 2 <= x.rows; i += 2) ROWS<F, 2>(w, x, i, t.out + i * t.out_stride + j, t.out_stride); \
-        for (; i < x.rows; ++i) ROWS<F, 1>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);        \
-    }
-
 template <QuantFormat F>
 LUMINAL_AVX2 void q8_product_avx2(const ProductTask& t, const Q8Rows& x) {
-    LUMINAL_Q8_PRODUCT_BODY(q8_rows_avx2)
+    LUMINAL_ROW_TILES(q8_rows_avx2, 1)
 }
 
 template <QuantFormat F>
 LUMINAL_VNNI void q8_product_vnni(const ProductTask& t, const Q8Rows& x) {
-    LUMINAL_Q8_PRODUCT_BODY(q8_rows_vnni)
+    LUMINAL_ROW_TILES(q8_rows_vnni, 1)
 }
-#undef LUMINAL_Q8_PRODUCT_BODY
 
-// quantize_rows (cpu_quant_scalar.hpp) with AVX2: the same d, q and sums
+// quantize_rows (quant_scalar.hpp) with AVX2: the same d, q and sums
 // (roundf's half-away-from-zero rounding, computed exactly from the truncation).
 LUMINAL_AVX2 inline void quantize_rows_avx2(const float* x, std::int64_t k, std::int64_t stride, std::int64_t begin,
                                             std::int64_t end, Q8Rows& out) {

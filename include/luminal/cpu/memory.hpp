@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "luminal/runtime/cpu_dtype.hpp"
+#include "luminal/cpu/aligned_buffer.hpp"
 
 namespace luminal::cpu {
 

@@ -57,6 +57,18 @@ inline Isa best_isa() {
 #define LUMINAL_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define LUMINAL_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
+// The body of a product over weight rows [t.j_begin, t.j_end) in steps of STEP
+// (1, or a group of interleaved rows) and the activations in tiles of 4 rows
+// (then 2, 1): ROWS<F, R>(weight rows, x, first activation row, out, out stride).
+#define LUMINAL_ROW_TILES(ROWS, STEP)                                                                       \
+    for (std::int64_t j = t.j_begin; j < t.j_end; j += (STEP)) {                                          \
+        const std::byte* w = t.weight + j * t.row_bytes;                                                  \
+        std::int64_t i = 0;                                                                               \
+        for (; i + 4 <= x.rows; i += 4) ROWS<F, 4>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);  \
+        for (; i + 2 <= x.rows; i += 2) ROWS<F, 2>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);  \
+        for (; i < x.rows; ++i) ROWS<F, 1>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);           \
+    }
+
 namespace simd_detail {
 
 LUMINAL_AVX2 inline float hsum(__m256 v) {

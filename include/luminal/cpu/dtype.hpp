@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <new>
 #include <type_traits>
 
 #include "luminal/core/dtype.hpp"
@@ -111,48 +110,5 @@ inline void round_lanes(lane_t<D>* v, std::int64_t n) {
     else
         for (std::int64_t i = 0; i < n; ++i) v[i] = cast_lane<D>(v[i]);
 }
-
-// A byte buffer aligned for vector loads. Copyable so runtimes stay values.
-class AlignedBuffer {
-public:
-    static constexpr std::size_t kAlign = 64;
-    AlignedBuffer() = default;
-    explicit AlignedBuffer(std::size_t bytes) { reserve(bytes); }
-    AlignedBuffer(const AlignedBuffer& o) {
-        if (!o.data_) return;
-        reserve(o.capacity_);
-        std::memcpy(data_, o.data_, o.capacity_);
-    }
-    AlignedBuffer(AlignedBuffer&& o) noexcept : data_(o.data_), capacity_(o.capacity_) {
-        o.data_ = nullptr;
-        o.capacity_ = 0;
-    }
-    AlignedBuffer& operator=(AlignedBuffer o) noexcept {
-        std::swap(data_, o.data_);
-        std::swap(capacity_, o.capacity_);
-        return *this;
-    }
-    ~AlignedBuffer() { release(); }
-
-    std::byte* data() const { return data_; }
-    std::size_t capacity() const { return capacity_; }
-    // Grows to at least `bytes`; the contents are not kept.
-    void reserve(std::size_t bytes) {
-        if (bytes <= capacity_ && data_) return;
-        release();
-        std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
-        data_ = static_cast<std::byte*>(::operator new(rounded, std::align_val_t{kAlign}));
-        capacity_ = rounded;
-    }
-
-private:
-    void release() {
-        if (data_) ::operator delete(data_, std::align_val_t{kAlign});
-        data_ = nullptr;
-        capacity_ = 0;
-    }
-    std::byte* data_ = nullptr;
-    std::size_t capacity_ = 0;
-};
 
 }  // namespace luminal::cpu

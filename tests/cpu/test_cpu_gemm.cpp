@@ -1,4 +1,4 @@
-// The f32 GEMM that reads B's rows in place (cpu_gemm.hpp), on every
+// The f32 GEMM that reads B's rows in place (gemm.hpp), on every
 // instruction set this CPU runs, against a float64 triple loop: shapes with
 // partial panels and tiles, depths past one block of q, row strides that take
 // the copied-tile path, a transposed A, and a thread pool (whose results must

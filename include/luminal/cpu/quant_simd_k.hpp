@@ -1,5 +1,5 @@
 #pragma once
-// The K super-block products (Q4_K, Q6_K; cpu_quant_scalar.hpp gives the sums)
+// The K super-block products (Q4_K, Q6_K; quant_scalar.hpp gives the sums)
 // with x86 vector instructions. A super-block of 256 is eight groups of 32,
 // each meeting one 32-element activation block (its own d_x), so every group
 // gets one integer dot product and one f32 multiply-add:
@@ -13,13 +13,13 @@
 //    own int8 scale, which AVX2 applies in vpmaddwd (i16 pairs times the
 //    scale) and VNNI by an i32 multiply of vpdpbusd's sums.
 // With f32 activations a super-block is decoded to 256 floats on the stack
-// (bit-exact with io's decoders); cpu_quant_simd.hpp's f32 product multiplies up to 4 rows per decode.
+// (bit-exact with io's decoders); quant_simd.hpp's f32 product multiplies up to 4 rows per decode.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-#include "luminal/runtime/cpu_quant_isa.hpp"
-#include "luminal/runtime/cpu_quant_scalar.hpp"
+#include "luminal/cpu/quant_isa.hpp"
+#include "luminal/cpu/quant_scalar.hpp"
 
 namespace luminal::cpu::quant {
 

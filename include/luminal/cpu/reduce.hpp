@@ -16,7 +16,7 @@
 #include <limits>
 #include <vector>
 
-#include "luminal/runtime/cpu_view.hpp"
+#include "luminal/cpu/view.hpp"
 
 namespace luminal::cpu {
 

@@ -26,10 +26,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "luminal/runtime/cpu_gemm.hpp"
-#include "luminal/runtime/cpu_reduce.hpp"
-#include "luminal/runtime/cpu_thread_pool.hpp"
-#include "luminal/runtime/cpu_view.hpp"
+#include "luminal/cpu/gemm.hpp"
+#include "luminal/cpu/reduce.hpp"
+#include "luminal/cpu/thread_pool.hpp"
+#include "luminal/cpu/view.hpp"
 
 namespace luminal::cpu {
 

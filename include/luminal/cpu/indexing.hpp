@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "luminal/runtime/cpu_view.hpp"
+#include "luminal/cpu/view.hpp"
 
 namespace luminal::cpu {
 

@@ -93,6 +93,15 @@ std::vector<float> run_product(QuantizedProduct& p, Runtime runtime, QuantFormat
     return rt.get_f32(p.y);
 }
 
+// Rows `picked` of the fixture's table as the gguf package dequantizes it.
+std::vector<float> dequantized_rows(QuantFormat f, const std::vector<std::int32_t>& picked) {
+    const auto table = quant_fixture().values(fixture_name(f, "dequantized"));
+    const std::int64_t cols = cols_of(f);
+    std::vector<float> out;
+    for (std::int32_t id : picked) out.insert(out.end(), table.begin() + id * cols, table.begin() + (id + 1) * cols);
+    return out;
+}
+
 std::vector<Isa> isas_here() {
     std::vector<Isa> out;
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni})
@@ -151,7 +160,7 @@ TEST_CASE("QuantizedMatmul's reference semantics round activations as the Q8 ker
         const std::int64_t cols = cols_of(f);
         auto x = cx.tensor({kActivationRows, cols});
         auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
-        auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, cols, luminal::Activations::Q8}, {x, blocks}).output();
+        auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, cols, luminal::Activations::Q8, luminal::WeightLayout::Blocks}, {x, blocks}).output();
         luminal::CompileOptions options;
         options.verbosity = 0;
         auto rt = cx.compile(luminal::ReferenceRuntime{}, options);
@@ -179,10 +188,7 @@ TEST_CASE("an embedding lookup in a quantized table decodes only the rows it rea
         rt.set_data(ids, picked);
         rt.set_bytes(blocks, quant_fixture().blocks(f));
         rt.execute(cx.dyn_map());
-        const auto table_values = quant_fixture().values(fixture_name(f, "dequantized"));
-        std::vector<float> want;
-        for (std::int32_t id : picked)
-            want.insert(want.end(), table_values.begin() + id * cols, table_values.begin() + (id + 1) * cols);
+        const std::vector<float> want = dequantized_rows(f, picked);
         CHECK(rt.get_f32(rows) == want);  // decoding is exact
 
         rt.set_data(ids, std::vector<std::int32_t>{0, 1, 40, 2});
@@ -373,5 +379,138 @@ TEST_CASE("Q8 block products of rows longer than a group of 8 blocks match float
         check_long_rows<QuantFormat::Q4_1>(isa);
         check_long_rows<QuantFormat::Q5_0>(isa);
         check_long_rows<QuantFormat::Q5_1>(isa);
+    }
+}
+
+namespace {
+
+// y = QuantizedMatmul(x, blocks) with Q8 activations in `layout`, built directly
+// (compiling Matmul(x, Dequantize) would let the cost model pick the layout).
+QuantizedProduct layout_product(QuantFormat f, std::int64_t m, luminal::WeightLayout layout) {
+    auto cx = std::make_unique<luminal::Graph>();
+    const std::int64_t cols = cols_of(f);
+    auto x = cx->tensor({m, cols});
+    auto blocks = cx->named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
+    auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, cols, luminal::Activations::Q8, layout}, {x, blocks})
+                 .output();
+    return {std::move(cx), x, blocks, y};
+}
+
+std::vector<float> run_layout(QuantFormat f, std::int64_t m, luminal::WeightLayout layout, luminal::CpuRuntime runtime,
+                              std::string* program = nullptr) {
+    QuantizedProduct p = layout_product(f, m, layout);
+    return run_product(p, std::move(runtime), f, m, program);
+}
+
+constexpr QuantFormat kInterleavedFormats[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1,
+                                               QuantFormat::Q5_0, QuantFormat::Q5_1};
+
+}  // namespace
+
+TEST_CASE("products of weights repacked with 8 rows interleaved match the gguf package's, as the block kernels do") {
+    // Every layout on every instruction set and thread count, 1 to 13 activation rows
+    // (the 4-, 2- and 1-row tiles), against the fixture's float64 products of the
+    // gguf package's dequantized weights and rounded activations.
+    for (QuantFormat f : kInterleavedFormats)
+        for (luminal::WeightLayout layout : {luminal::WeightLayout::Blocks, luminal::WeightLayout::Interleaved8})
+            for (std::int64_t m : {std::int64_t{1}, std::int64_t{7}, kActivationRows})
+                for (Isa isa : isas_here())
+                    for (std::size_t threads : {1, 3}) {
+                        CAPTURE(luminal::io::name_of(f));
+                        CAPTURE(static_cast<int>(layout));
+                        CAPTURE(m);
+                        CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
+                        CAPTURE(threads);
+                        std::string program;
+                        const auto got = run_layout(f, m, layout, luminal::CpuRuntime(luminal::CpuOptions{threads, isa}),
+                                                    &program);
+                        CHECK((program.find("interleaved8") != std::string::npos) ==
+                              (layout == luminal::WeightLayout::Interleaved8));
+                        check_close(got, first_rows(quant_fixture().values(fixture_name(f, "q8")), m, kRows));
+                    }
+}
+
+TEST_CASE("the cost model picks interleaved rows for 8-bit products of the 32-element formats, blocks for the K formats") {
+    for (QuantFormat f : kFormats) {
+        CAPTURE(luminal::io::name_of(f));
+        QuantizedProduct p = quantized_product(f, 5, true);
+        std::string program;
+        run_product(p, luminal::CpuRuntime{}, f, 5, &program);
+        CHECK((program.find("interleaved8") != std::string::npos) == (luminal::block_elements(f) == 32));
+    }
+}
+
+TEST_CASE("a table read by an interleaved product and a lookup: the lookup decodes the repacked copy exactly") {
+    for (QuantFormat f : kInterleavedFormats) {
+        CAPTURE(luminal::io::name_of(f));
+        luminal::Graph cx;
+        const std::int64_t cols = cols_of(f);
+        auto ids = cx.tensor({4}, luminal::DType::I32);
+        auto x = cx.tensor({3, cols});
+        auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
+        luminal::GraphTensor table = luminal::custom_op(luminal::DequantizeOp{f, kRows, cols, true}, {blocks});
+        auto looked_up = table.index_select(0, ids).output();
+        auto y = x.matmul(table.t()).output();
+        luminal::CompileOptions options;
+        options.verbosity = 0;
+        auto [rt, report] = luminal::compile_with_report(cx, luminal::CpuRuntime{}, options);
+        const std::string program = report.program.to_string();
+        CHECK(program.find("interleaved8") != std::string::npos);
+        CHECK(program.find("QuantizedGather") != std::string::npos);
+        const std::vector<std::int32_t> picked{7, 0, 39, 8};
+        rt.set_data(ids, picked);
+        rt.set_data(x, first_rows(quant_fixture().values(activations_of(f)), 3, cols));
+        rt.set_bytes(blocks, quant_fixture().blocks(f));
+        rt.execute(cx.dyn_map());
+        const std::vector<float> want = dequantized_rows(f, picked);
+        CHECK(rt.get_f32(looked_up) == want);
+        check_close(rt.get_f32(y), first_rows(quant_fixture().values(fixture_name(f, "q8")), 3, kRows));
+    }
+}
+
+TEST_CASE("pack_tile and unpack_tile are inverse, and the repacked tile is not the file's bytes") {
+    namespace q = luminal::cpu::quant;
+    std::mt19937 rng(11);
+    auto check_format = [&]<QuantFormat F>() {
+        CAPTURE(luminal::io::name_of(F));
+        const std::vector<std::byte> blocks = random_long_blocks<F>(8, 1, rng);
+        std::vector<std::byte> tile(blocks.size()), back(blocks.size());
+        q::pack_tile<F>(blocks.data(), tile.data());
+        q::unpack_tile<F>(tile.data(), back.data());
+        CHECK(back == blocks);
+        CHECK(tile != blocks);
+        // Row 3's scale is the tile's fourth f16; its first quant bytes start vector 0's lane 3.
+        CHECK(std::memcmp(tile.data() + 6, blocks.data() + 3 * q::block_bytes<F>, 2) == 0);
+        CHECK(std::memcmp(tile.data() + q::tile_quants_offset<F> + 12,
+                          blocks.data() + 3 * q::block_bytes<F> + q::quants_offset<F>, 4) == 0);
+    };
+    check_format.operator()<QuantFormat::Q8_0>();
+    check_format.operator()<QuantFormat::Q4_0>();
+    check_format.operator()<QuantFormat::Q4_1>();
+    check_format.operator()<QuantFormat::Q5_0>();
+    check_format.operator()<QuantFormat::Q5_1>();
+}
+
+TEST_CASE("a repacked weight whose copy was freed is restored for a program kept from another (as the search does)") {
+    // set_bytes copies the blocks; once repacked for the interleaved product nothing reads
+    // the copy, which is freed. A program then loaded with InputBinding::Keep that reads the
+    // blocks as stored gets them back, decoded from the repacked copy.
+    for (QuantFormat f : kInterleavedFormats) {
+        CAPTURE(luminal::io::name_of(f));
+        QuantizedProduct interleaved = layout_product(f, 3, luminal::WeightLayout::Interleaved8);
+        QuantizedProduct blocks = layout_product(f, 3, luminal::WeightLayout::Blocks);
+        luminal::CompileOptions options;
+        options.verbosity = 0;
+        auto [rt, report] = luminal::compile_with_report(*interleaved.cx, luminal::CpuRuntime{}, options);
+        const auto want = first_rows(quant_fixture().values(fixture_name(f, "q8")), 3, kRows);
+        rt.set_data(interleaved.x, first_rows(quant_fixture().values(activations_of(f)), 3, cols_of(f)));
+        rt.set_bytes(interleaved.blocks, quant_fixture().blocks(f));
+        rt.execute(interleaved.cx->dyn_map());
+        check_close(rt.get_f32(interleaved.y), want);
+        const auto blocks_program = luminal::compile_with_report(*blocks.cx, luminal::CpuRuntime{}, options).second.program;
+        CHECK(blocks_program.to_string().find("interleaved8") == std::string::npos);
+        rt.load(blocks_program, luminal::InputBinding::Keep);
+        rt.execute(blocks.cx->dyn_map());
+        check_close(rt.get_f32(blocks.y), want);
     }
 }

@@ -3,7 +3,7 @@
 // the runtime's threads by weight rows (each output element is computed by
 // one thread, the same way at any thread count):
 //  * QuantizedMatmul with Q8 activations: each row of a rounded to Q8 blocks
-//    once, then integer block products (cpu_quant_simd.hpp);
+//    once, then integer block products (quant_simd.hpp);
 //  * with f32 activations: up to kDirectRows rows of a multiply the blocks
 //    as they are decoded; more rows amortise decoding, so panels of weight
 //    rows are decoded to f32 (in cache) and multiplied by the f32 GEMM;
@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "luminal/lowering/quantized.hpp"
-#include "luminal/runtime/cpu_matmul.hpp"
-#include "luminal/runtime/cpu_quant_simd.hpp"
-#include "luminal/runtime/cpu_thread_pool.hpp"
-#include "luminal/runtime/cpu_view.hpp"
+#include "luminal/cpu/matmul.hpp"
+#include "luminal/cpu/quant_interleaved.hpp"
+#include "luminal/cpu/quant_simd.hpp"
+#include "luminal/cpu/thread_pool.hpp"
+#include "luminal/cpu/view.hpp"
 
 namespace luminal::cpu {
 
@@ -89,9 +90,21 @@ inline void quantized_matmul(const QuantizedMatmulOp& op, DType a_dtype, const s
         if (op.activations == Activations::Q8) {
             quant::size_rows(m, k, scratch.rows);
             pool.parallel_for(m, 8, [&](std::int64_t i0, std::int64_t i1) { quant::quantize_rows(isa, a, k, k, i0, i1, scratch.rows); });
-            pool.parallel_for(n, kRowGrain, [&](std::int64_t j0, std::int64_t j1) {
-                quant::q8_product<F>(isa, task(j0, j1), scratch.rows);
-            });
+            if (op.layout == WeightLayout::Interleaved8) {
+                if constexpr (quant::is_k_format<F>) {
+                    throw Error(std::string(op.name), fmt::format("node {}: {} has no interleaved layout", node,
+                                                                  io::name_of(F)));
+                } else {
+                    constexpr std::int64_t g = quant::kInterleave;
+                    pool.parallel_for(n / g, kRowGrain / g, [&](std::int64_t g0, std::int64_t g1) {
+                        quant::interleaved_q8_product<F>(isa, task(g0 * g, g1 * g), scratch.rows);
+                    });
+                }
+            } else {
+                pool.parallel_for(n, kRowGrain, [&](std::int64_t j0, std::int64_t j1) {
+                    quant::q8_product<F>(isa, task(j0, j1), scratch.rows);
+                });
+            }
         } else if (m <= kDirectRows) {
             pool.parallel_for(n, kRowGrain, [&](std::int64_t j0, std::int64_t j1) {
                 quant::f32_product<F>(isa, task(j0, j1), a, m, k);
@@ -112,9 +125,11 @@ inline void quantized_matmul(const QuantizedMatmulOp& op, DType a_dtype, const s
 }
 
 // out[i] = dequantize(blocks)[indexes[i]] for the n elements of the index view.
+// `interleaved`: the blocks are repacked with 8 rows interleaved (quant_interleaved.hpp).
 inline void quantized_gather(const QuantizedGatherOp& op, const std::byte* blocks_src, const StridedView& blocks_view,
-                             DType index_dtype, const std::byte* index_src, const StridedView& index_view, float* out,
-                             std::int64_t n, std::uint32_t node, QuantScratch& scratch) {
+                             bool interleaved, DType index_dtype, const std::byte* index_src,
+                             const StridedView& index_view, float* out, std::int64_t n, std::uint32_t node,
+                             QuantScratch& scratch) {
     using namespace quantized_detail;
     const std::int64_t total = op.rows * op.cols;
     const std::byte* blocks = contiguous_blocks(blocks_view, blocks_src, op.format, op.rows, op.cols, op.name, node);
@@ -124,6 +139,19 @@ inline void quantized_gather(const QuantizedGatherOp& op, const std::byte* block
     quant::with_format(op.format, [&]<QuantFormat F>() {
         constexpr std::int64_t block = quant::block_elements<F>;
         float decoded[quant::kMaxBlockElements];
+        // Block `index` (row-major) as the file stores it.
+        std::byte unpacked[quant::kInterleave * quant::block_bytes<F>];
+        auto block_at = [&](std::int64_t index) -> const std::byte* {
+            if constexpr (!quant::is_k_format<F>) {
+                if (interleaved) {
+                    const std::int64_t per_row = op.cols / block, row = index / per_row, column = index % per_row;
+                    const std::int64_t tile = (row / quant::kInterleave) * per_row + column;
+                    quant::unpack_tile<F>(blocks + tile * quant::kInterleave * quant::block_bytes<F>, unpacked);
+                    return unpacked + (row % quant::kInterleave) * quant::block_bytes<F>;
+                }
+            }
+            return blocks + index * quant::block_bytes<F>;
+        };
         std::int64_t decoded_block = -1;
         for (std::int64_t i = 0; i < n; ++i) {
             const std::int64_t at = scratch.indexes[i];
@@ -131,9 +159,39 @@ inline void quantized_gather(const QuantizedGatherOp& op, const std::byte* block
                   "weight", node, at, i, total);
             if (at / block != decoded_block) {  // an embedding row reads each block `block` times in a row
                 decoded_block = at / block;
-                quant::decode_block<F>(blocks + decoded_block * quant::block_bytes<F>, decoded);
+                quant::decode_block<F>(block_at(decoded_block), decoded);
             }
             out[i] = decoded[at % block];
+        }
+    });
+}
+
+// The file's [rows, cols] blocks of format f repacked with 8 rows interleaved into `out`.
+inline void interleave_weight(QuantFormat f, std::int64_t rows, std::int64_t cols, const std::byte* blocks,
+                              std::byte* out, ThreadPool& pool) {
+    quant::with_format(f, [&]<QuantFormat F>() {
+        if constexpr (quant::is_k_format<F>) {
+            throw Error("QuantizedMatmul", fmt::format("{} has no interleaved layout", io::name_of(F)));
+        } else {
+            check(rows % quant::kInterleave == 0, "QuantizedMatmul", "a {} weight of {} rows cannot interleave 8 rows",
+                  io::name_of(F), rows);
+            pool.parallel_for(rows / quant::kInterleave, 16, [&](std::int64_t g0, std::int64_t g1) {
+                quant::interleave_groups<F>(blocks, cols, g0, g1, out);
+            });
+        }
+    });
+}
+
+// The inverse of interleave_weight.
+inline void deinterleave_weight(QuantFormat f, std::int64_t rows, std::int64_t cols, const std::byte* interleaved,
+                                std::byte* blocks, ThreadPool& pool) {
+    quant::with_format(f, [&]<QuantFormat F>() {
+        if constexpr (!quant::is_k_format<F>) {
+            const std::int64_t group_bytes = quant::kInterleave * quantized_bytes(F, 1, cols);
+            pool.parallel_for(rows / quant::kInterleave, 16, [&](std::int64_t g0, std::int64_t g1) {
+                for (std::int64_t g = g0; g < g1; ++g)
+                    quant::deinterleave_group<F>(interleaved + g * group_bytes, cols, blocks + g * group_bytes);
+            });
         }
     });
 }

@@ -16,8 +16,8 @@
 #include <cstring>
 #include <vector>
 
-#include "luminal/runtime/cpu_quant_isa.hpp"
-#include "luminal/runtime/cpu_thread_pool.hpp"
+#include "luminal/cpu/quant_isa.hpp"
+#include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu::gemm_detail {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "luminal/runtime/cpu_dtype.hpp"
+#include "luminal/cpu/dtype.hpp"
 #include "luminal/shape/shape_tracker.hpp"
 
 namespace luminal::cpu {

@@ -1,7 +1,7 @@
 #pragma once
 // Block products of quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K;
 // lowering/quantized.hpp) in portable C++: the path every CPU runs, and what
-// the tests hold the SIMD paths (cpu_quant_simd.hpp) to.
+// the tests hold the SIMD paths (quant_simd.hpp) to.
 //
 // A weight row of k elements is k / 32 activation blocks. With 8-bit
 // activations each block of a row of x is d_x (f32) and 32 int8 q_x, plus

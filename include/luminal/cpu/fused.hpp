@@ -16,8 +16,8 @@
 #include <memory>
 #include <vector>
 
-#include "luminal/runtime/cpu_index_expr.hpp"
-#include "luminal/runtime/cpu_view.hpp"
+#include "luminal/cpu/index_expr.hpp"
+#include "luminal/cpu/view.hpp"
 #include "luminal/graph/program.hpp"
 #include "luminal/lowering/fused_elementwise.hpp"
 

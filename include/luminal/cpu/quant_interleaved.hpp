@@ -1,0 +1,237 @@
+#pragma once
+// Weights of the 32-element block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1)
+// repacked at load with 8 rows interleaved, so that one vector instruction
+// works on 8 weight rows: a 256-bit register holds 4 quants of each of the 8
+// rows, an activation's 4 int8 are broadcast to all lanes, and vpdpbusd (or
+// vpmaddubsw + vpmaddwd on AVX2) leaves each row's dot product in its own
+// lane. Scales and offsets then apply to 8 rows per FMA, and the 8 outputs
+// leave in one store: no horizontal sums. A tile of 4 activation rows reuses
+// each weight register 4 times (the GEMM shape of a prompt).
+//
+// Layout: row group g (rows 8g .. 8g+7) at g * 8 * row_bytes; in it, block
+// column b is a tile of 8 * block_bytes at b * 8 * block_bytes (the same bytes
+// as the file's 8 blocks, so memory stays at the file's size):
+//   d[8]  f16 scales, row r at 2r
+//   m[8]  f16 offsets (Q4_1, Q5_1)
+//   h[8]  u32 fifth bits (Q5_0, Q5_1), row r's bit for element e at fifth_bit_position(e)
+//   quants, 32-byte vectors: Q8_0's vector j holds, at 4r, row r's int8 elements 4j..4j+3
+//          (j < 8); Q4/Q5's vector j (j < 4) row r's packed bytes 4j..4j+3, whose low
+//          nibbles are elements 4j.. and high nibbles elements 16 + 4j..
+// pack_tile and unpack_tile convert exactly both ways; the portable path
+// unpacks a row group and runs the block kernels on it.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "luminal/cpu/quant_isa.hpp"
+#include "luminal/cpu/quant_scalar.hpp"
+
+namespace luminal::cpu::quant {
+
+inline constexpr std::int64_t kInterleave = 8;
+
+template <QuantFormat F>
+inline constexpr std::int64_t tile_mins_offset = 2 * kInterleave;
+template <QuantFormat F>
+inline constexpr std::int64_t tile_high_offset = tile_mins_offset<F> + (has_offset<F> ? 2 * kInterleave : 0);
+template <QuantFormat F>
+inline constexpr std::int64_t tile_quants_offset = tile_high_offset<F> + (has_fifth_bits<F> ? 4 * kInterleave : 0);
+template <QuantFormat F>
+inline constexpr std::int64_t quant_bytes = F == QuantFormat::Q8_0 ? 32 : 16;
+
+// Where element e's fifth bit goes in the repacked u32: byte k, bit t, where
+// the element is byte k of the 4 that quant vector t (t < 4: low nibbles,
+// t >= 4: high nibbles of vector t - 4) gives a lane.
+constexpr int fifth_bit_position(int e) {
+    const int t = e < 16 ? e / 4 : 4 + (e - 16) / 4, k = e % 4;
+    return 8 * k + t;
+}
+
+// The 8 blocks at blocks + r * block_bytes (rows 0..7, one block column) as a tile.
+template <QuantFormat F>
+inline void pack_tile(const std::byte* blocks, std::byte* tile) {
+    constexpr std::int64_t bb = block_bytes<F>;
+    for (int r = 0; r < kInterleave; ++r) {
+        const std::byte* block = blocks + r * bb;
+        std::memcpy(tile + 2 * r, block, 2);
+        if constexpr (has_offset<F>) std::memcpy(tile + tile_mins_offset<F> + 2 * r, block + 2, 2);
+        if constexpr (has_fifth_bits<F>) {
+            std::uint32_t bits = 0, moved = 0;
+            std::memcpy(&bits, block + quants_offset<F> - 4, 4);
+            for (int e = 0; e < 32; ++e) moved |= ((bits >> e) & 1u) << fifth_bit_position(e);
+            std::memcpy(tile + tile_high_offset<F> + 4 * r, &moved, 4);
+        }
+        for (int j = 0; j < quant_bytes<F> / 4; ++j)
+            std::memcpy(tile + tile_quants_offset<F> + 32 * j + 4 * r, block + quants_offset<F> + 4 * j, 4);
+    }
+}
+
+// The inverse of pack_tile.
+template <QuantFormat F>
+inline void unpack_tile(const std::byte* tile, std::byte* blocks) {
+    constexpr std::int64_t bb = block_bytes<F>;
+    for (int r = 0; r < kInterleave; ++r) {
+        std::byte* block = blocks + r * bb;
+        std::memcpy(block, tile + 2 * r, 2);
+        if constexpr (has_offset<F>) std::memcpy(block + 2, tile + tile_mins_offset<F> + 2 * r, 2);
+        if constexpr (has_fifth_bits<F>) {
+            std::uint32_t moved = 0, bits = 0;
+            std::memcpy(&moved, tile + tile_high_offset<F> + 4 * r, 4);
+            for (int e = 0; e < 32; ++e) bits |= ((moved >> fifth_bit_position(e)) & 1u) << e;
+            std::memcpy(block + quants_offset<F> - 4, &bits, 4);
+        }
+        for (int j = 0; j < quant_bytes<F> / 4; ++j)
+            std::memcpy(block + quants_offset<F> + 4 * j, tile + tile_quants_offset<F> + 32 * j + 4 * r, 4);
+    }
+}
+
+// Row groups [g0, g1) of a [rows, k] matrix of blocks, repacked into `out`
+// (the same offsets: group g at g * 8 * row_bytes).
+template <QuantFormat F>
+inline void interleave_groups(const std::byte* blocks, std::int64_t k, std::int64_t g0, std::int64_t g1,
+                              std::byte* out) {
+    constexpr std::int64_t bb = block_bytes<F>;
+    const std::int64_t per_row = k / block_elements<F>, row_bytes = per_row * bb;
+    std::byte column[kInterleave * bb];
+    for (std::int64_t g = g0; g < g1; ++g)
+        for (std::int64_t b = 0; b < per_row; ++b) {
+            for (int r = 0; r < kInterleave; ++r)
+                std::memcpy(column + r * bb, blocks + (g * kInterleave + r) * row_bytes + b * bb, bb);
+            pack_tile<F>(column, out + g * kInterleave * row_bytes + b * kInterleave * bb);
+        }
+}
+
+// Row group `group` (8 * row_bytes repacked bytes) as 8 rows of the file's blocks.
+template <QuantFormat F>
+inline void deinterleave_group(const std::byte* group, std::int64_t k, std::byte* rows) {
+    constexpr std::int64_t bb = block_bytes<F>;
+    const std::int64_t per_row = k / block_elements<F>, row_bytes = per_row * bb;
+    std::byte column[kInterleave * bb];
+    for (std::int64_t b = 0; b < per_row; ++b) {
+        unpack_tile<F>(group + b * kInterleave * bb, column);
+        for (int r = 0; r < kInterleave; ++r) std::memcpy(rows + r * row_bytes + b * bb, column + r * bb, bb);
+    }
+}
+
+#ifdef LUMINAL_QUANT_X86
+namespace simd_detail {
+
+// The 8 quant vectors of a tile, vector j to meet the activations' dword j
+// (elements 4j..4j+3): Q8_0's int8 as stored, Q4/Q5's values 0..15 or 0..31.
+template <QuantFormat F>
+LUMINAL_AVX2 inline void tile_values(const std::byte* tile, __m256i* w) {
+    const auto* q = reinterpret_cast<const __m256i*>(tile + tile_quants_offset<F>);
+    if constexpr (F == QuantFormat::Q8_0) {
+        for (int j = 0; j < 8; ++j) w[j] = _mm256_loadu_si256(q + j);
+    } else {
+        const __m256i low_nibble = _mm256_set1_epi8(0x0F);
+        for (int j = 0; j < 4; ++j) {
+            const __m256i v = _mm256_loadu_si256(q + j);
+            w[j] = _mm256_and_si256(v, low_nibble);
+            w[4 + j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibble);
+        }
+        if constexpr (has_fifth_bits<F>) {
+            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + tile_high_offset<F>));
+            const __m256i bit4 = _mm256_set1_epi8(0x10);
+            w[0] = _mm256_or_si256(w[0], _mm256_and_si256(_mm256_slli_epi32(h, 4), bit4));
+            w[1] = _mm256_or_si256(w[1], _mm256_and_si256(_mm256_slli_epi32(h, 3), bit4));
+            w[2] = _mm256_or_si256(w[2], _mm256_and_si256(_mm256_slli_epi32(h, 2), bit4));
+            w[3] = _mm256_or_si256(w[3], _mm256_and_si256(_mm256_slli_epi32(h, 1), bit4));
+            w[4] = _mm256_or_si256(w[4], _mm256_and_si256(h, bit4));
+            w[5] = _mm256_or_si256(w[5], _mm256_and_si256(_mm256_srli_epi32(h, 1), bit4));
+            w[6] = _mm256_or_si256(w[6], _mm256_and_si256(_mm256_srli_epi32(h, 2), bit4));
+            w[7] = _mm256_or_si256(w[7], _mm256_and_si256(_mm256_srli_epi32(h, 3), bit4));
+        }
+    }
+}
+
+// acc + per lane the sum of its 4 byte products w * x; Q8_0's signed weights
+// through the |w|, sign(x, w) identity (u8 x s8 is what the instructions take).
+template <QuantFormat F>
+LUMINAL_AVX2 inline __m256i dot_add_avx2(__m256i acc, __m256i w, __m256i x) {
+    if constexpr (F == QuantFormat::Q8_0) x = _mm256_sign_epi8(x, w), w = _mm256_sign_epi8(w, w);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+}
+template <QuantFormat F>
+LUMINAL_VNNI inline __m256i dot_add_vnni(__m256i acc, __m256i w, __m256i x) {
+    if constexpr (F == QuantFormat::Q8_0) x = _mm256_sign_epi8(x, w), w = _mm256_sign_epi8(w, w);
+    return _mm256_dpbusd_epi32(acc, w, x);
+}
+
+// The 8 rows of `group` times activation rows i0 .. i0+R-1: out[r * out_stride + 0..7].
+#define LUMINAL_INTERLEAVED_ROWS_BODY(DOT_ADD)                                                             \
+    constexpr std::int64_t bb = block_bytes<F>;                                                            \
+    __m256 acc[R], offset_acc[R];                                                                          \
+    for (int r = 0; r < R; ++r) acc[r] = offset_acc[r] = _mm256_setzero_ps();                              \
+    for (std::int64_t b = 0; b < x.blocks; ++b) {                                                          \
+        const std::byte* tile = group + b * kInterleave * bb;                                              \
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile)));        \
+        /* times the activations' sums: Q4_0's -8 d, Q5_0's -16 d, the offset m */                         \
+        [[maybe_unused]] const __m256 offset_w =                                                           \
+            F == QuantFormat::Q4_0   ? _mm256_mul_ps(_mm256_set1_ps(-8), dw)                               \
+            : F == QuantFormat::Q5_0 ? _mm256_mul_ps(_mm256_set1_ps(-16), dw)                              \
+            : has_offset<F>          ? _mm256_cvtph_ps(_mm_loadu_si128(                                    \
+                                  reinterpret_cast<const __m128i*>(tile + tile_mins_offset<F>)))           \
+                                     : dw;                                                                 \
+        __m256i w[8];                                                                                      \
+        tile_values<F>(tile, w);                                                                           \
+        for (int r = 0; r < R; ++r) {                                                                      \
+            const std::int64_t at = (i0 + r) * x.blocks + b;                                               \
+            const std::int8_t* q = x.q.data() + at * kQuantBlock;                                          \
+            /* two chains of 4 products, so one row is not bound by their latency */                       \
+            __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                            \
+            for (int j = 0; j < 8; ++j) {                                                                  \
+                std::int32_t four;                                                                         \
+                std::memcpy(&four, q + 4 * j, 4);                                                          \
+                sums[j & 1] = DOT_ADD<F>(sums[j & 1], w[j], _mm256_set1_epi32(four));                      \
+            }                                                                                              \
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sums[0], sums[1])),               \
+                                     _mm256_mul_ps(dw, _mm256_set1_ps(x.scale[at])), acc[r]);              \
+            if constexpr (F != QuantFormat::Q8_0)                                                          \
+                offset_acc[r] = _mm256_fmadd_ps(offset_w, _mm256_set1_ps(x.sum[at]), offset_acc[r]);       \
+        }                                                                                                  \
+    }                                                                                                      \
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(out + r * out_stride, _mm256_add_ps(acc[r], offset_acc[r]));
+
+template <QuantFormat F, int R>
+LUMINAL_AVX2 void interleaved_rows_avx2(const std::byte* group, const Q8Rows& x, std::int64_t i0, float* out,
+                                        std::int64_t out_stride) {
+    LUMINAL_INTERLEAVED_ROWS_BODY(dot_add_avx2)
+}
+template <QuantFormat F, int R>
+LUMINAL_VNNI void interleaved_rows_vnni(const std::byte* group, const Q8Rows& x, std::int64_t i0, float* out,
+                                        std::int64_t out_stride) {
+    LUMINAL_INTERLEAVED_ROWS_BODY(dot_add_vnni)
+}
+#undef LUMINAL_INTERLEAVED_ROWS_BODY
+
+template <QuantFormat F>
+LUMINAL_AVX2 void interleaved_product_avx2(const ProductTask& t, const Q8Rows& x) {
+    LUMINAL_ROW_TILES(interleaved_rows_avx2, kInterleave)
+}
+template <QuantFormat F>
+LUMINAL_VNNI void interleaved_product_vnni(const ProductTask& t, const Q8Rows& x) {
+    LUMINAL_ROW_TILES(interleaved_rows_vnni, kInterleave)
+}
+
+}  // namespace simd_detail
+#endif
+
+// The product with Q8 activations of repacked weight rows [j_begin, j_end)
+// (multiples of 8; t.weight the repacked matrix, t.row_bytes a row's bytes)
+// on `isa`; the portable path unpacks each row group and runs the block kernel.
+template <QuantFormat F>
+void interleaved_q8_product(Isa isa, const ProductTask& t, const Q8Rows& x) {
+#ifdef LUMINAL_QUANT_X86
+    if (isa == Isa::Avx512Vnni) return simd_detail::interleaved_product_vnni<F>(t, x);
+    if (isa == Isa::Avx2) return simd_detail::interleaved_product_avx2<F>(t, x);
+#endif
+    (void)isa;
+    std::vector<std::byte> rows(static_cast<std::size_t>(kInterleave * t.row_bytes));
+    for (std::int64_t j = t.j_begin; j < t.j_end; j += kInterleave) {
+        deinterleave_group<F>(t.weight + j * t.row_bytes, t.k, rows.data());
+        q8_product_scalar<F>(ProductTask{rows.data(), t.row_bytes, t.k, 0, kInterleave, t.out + j, t.out_stride}, x);
+    }
+}
+
+}  // namespace luminal::cpu::quant
