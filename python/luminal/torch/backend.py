@@ -14,6 +14,7 @@ import warnings
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from .._luminal import Error
 from .fallback import split_unsupported
@@ -69,7 +70,9 @@ def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | No
     from torch._decomp import core_aten_decompositions
 
     def forward(aten_gm, aten_inputs):
-        return compile_fx(aten_gm, aten_inputs, settings)
+        # AOTAutograd calls this with its fake-tensor mode on; translating binds real tensors.
+        with unset_fake_temporarily():
+            return compile_fx(aten_gm, aten_inputs, settings)
 
     return aot_autograd(fw_compiler=forward, inference_compiler=forward, bw_compiler=_inference_only,
                         decompositions=core_aten_decompositions())(gm, example_inputs)
