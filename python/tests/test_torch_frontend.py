@@ -154,3 +154,15 @@ def test_backend_is_found_through_the_entry_point():
     names = [ep.name for ep in importlib.metadata.entry_points(group="torch_dynamo_backends")]
     assert "luminal" in names
     assert "luminal" in torch._dynamo.list_backends()
+
+
+def test_readme_table_of_supported_ops_is_current():
+    import importlib.util
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("op_table", repo / "python" / "tools" / "op_table.py")
+    op_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(op_table)
+    readme = (repo / "README.md").read_text()
+    assert op_table.replaced(readme, op_table.table()) == readme, \
+        "README's aten table is stale: python python/tools/op_table.py --write README.md"
