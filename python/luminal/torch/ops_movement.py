@@ -11,7 +11,9 @@ _INT64_MAX = 2**63 - 1
 
 @translates(*aten_ops("view.default", "_unsafe_view.default", "reshape.default", "view_copy.default"))
 def view(cx: Context, x, shape):
-    return cx.tensor(x).reshape(list(shape))
+    # The metadata's shape has any -1 resolved (luminal's own inference of a -1 next to a
+    # symbolic size leaves an unsimplified quotient).
+    return cx.tensor(x).reshape(cx.out_shape())
 
 
 @translates(*aten_ops("permute.default", "permute_copy.default"))
@@ -31,7 +33,7 @@ def t(cx, x):
 
 @translates(*aten_ops("expand.default", "expand_copy.default"))
 def expand(cx, x, sizes, implicit=False):
-    return cx.tensor(x).expand(list(sizes))
+    return cx.tensor(x).expand(cx.out_shape())
 
 
 @translates(*aten_ops("unsqueeze.default", "unsqueeze_copy.default"))
