@@ -29,7 +29,8 @@ def _generate_binary() -> Path | None:
 
 
 def _generate_ids(model: Path, args: list[str]) -> list[int]:
-    out = subprocess.run([str(_generate_binary()), "--model", str(model), "--threads", "1", *args],
+    threads = [] if "--threads" in args else ["--threads", "1"]
+    out = subprocess.run([str(_generate_binary()), "--model", str(model), *threads, *args],
                          capture_output=True, text=True, check=True)
     line = next(l for l in out.stdout.splitlines() if l.startswith("BENCH_RESULT "))
     return json.loads(line.removeprefix("BENCH_RESULT "))["generated_ids"]
