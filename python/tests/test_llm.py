@@ -61,15 +61,19 @@ def test_ids_equal_examples_generate(arch):
 
 
 def test_smollm2_chat_ids_equal_examples_generate():
+    """f32 activations on both sides: the examples are built with -march=native and the
+    extension portably, and with 8-bit activations a near tie (step 9 of this prompt) parts
+    the two builds' ids; a portable build of generate gives the extension's ids either way."""
     cache = Path(os.environ.get("LUMINAL_MODEL_CACHE", Path.home() / ".cache" / "luminal"))
     model = cache / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not model.exists() or _generate_binary() is None:
         pytest.skip("the SmolLM2 file (scripts/fetch_model.sh) or examples/generate is missing")
-    llm = luminal.LLM(model, threads=2, context=128)
+    llm = luminal.LLM(model, threads=2, context=128, activations="f32")
     prompt = "What is the capital of France?"
-    text = llm.generate(prompt, max_tokens=12, chat=True)
-    assert llm.stats["generated_ids"] == _generate_ids(model, ["--prompt", prompt, "--max-tokens", "12", "--chat",
-                                                               "--context", "128", "--threads", "2"])
+    text = llm.generate(prompt, max_tokens=24, chat=True)
+    assert llm.stats["generated_ids"] == _generate_ids(model, ["--prompt", prompt, "--max-tokens", "24", "--chat",
+                                                               "--context", "128", "--threads", "2",
+                                                               "--activations", "f32"])
     assert "Paris" in text
 
 
