@@ -98,7 +98,8 @@ python_stage() {
     return
   fi
   echo "=== [python] pytest"
-  (cd "$LUMINAL_ROOT/python" && LUMINAL_BUILD_DIR="$LUMINAL_BUILD_DIR" "$python" -m pytest tests -q -p no:cacheprovider \
+  # From tests/: the checkout's python/luminal (no extension in it) must not shadow the installed package.
+  (cd "$LUMINAL_ROOT/python/tests" && LUMINAL_BUILD_DIR="$LUMINAL_BUILD_DIR" "$python" -m pytest . -q -p no:cacheprovider \
      -rfE --import-mode=importlib) 2>&1 | tee "$log" || true
   # pytest's summary: "N failed, N passed, N skipped, N xfailed in 12.3s"
   local summary p f e
@@ -109,9 +110,9 @@ python_stage() {
     failed=$((failed + 1))
     return
   fi
-  p="$(grep -Eo '[0-9]+ passed' <<<"$summary" | awk '{print $1}')"
-  f="$(grep -Eo '[0-9]+ failed' <<<"$summary" | awk '{print $1}')"
-  e="$(grep -Eo '[0-9]+ errors?' <<<"$summary" | awk '{print $1}')"
+  p="$(grep -Eo '[0-9]+ passed' <<<"$summary" | awk '{print $1}' || true)"
+  f="$(grep -Eo '[0-9]+ failed' <<<"$summary" | awk '{print $1}' || true)"
+  e="$(grep -Eo '[0-9]+ errors?' <<<"$summary" | awk '{print $1}' || true)"
   passed=$((passed + ${p:-0}))
   failed=$((failed + ${f:-0} + ${e:-0}))
   echo "=== [python] done in $((SECONDS - start)) s"
