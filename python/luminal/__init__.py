@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util as _importlib_util
 import sys as _sys
 
-from . import _luminal
+from . import _luminal  # noqa: F401  (luminal._luminal, the native module)
 from ._luminal import DType, Error, Expr, Tensor, cat, stack, where
 from .graph import Compiled, Graph, compile_graph
 from .llm import LLM

@@ -6,8 +6,6 @@ import collections
 import os
 import sys
 
-import pytest
-
 OP_COUNTS: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
 
 

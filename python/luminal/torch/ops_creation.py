@@ -2,10 +2,8 @@
 as zeros, so results never depend on garbage."""
 from __future__ import annotations
 
-import math
-
 from .._luminal import DType, Error, Expr
-from .table import Context, aten_ops, luminal_dtype, translates
+from .table import Context, aten_ops, translates
 
 
 def _filled(cx: Context, value, shape, index=None):

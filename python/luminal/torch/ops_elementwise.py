@@ -5,7 +5,7 @@ import math
 
 from .. import _luminal
 from .._luminal import DType, Error, Tensor
-from .table import FLOATS, HALF, Context, aten_ops, opmath, translates
+from .table import FLOATS, Context, aten_ops, opmath, translates
 
 
 def _arith(cx: Context, a, b, combine):

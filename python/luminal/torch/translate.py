@@ -12,7 +12,7 @@ import torch
 import torch.fx
 
 from .. import _luminal
-from .._luminal import DType, Error, Expr, Tensor
+from .._luminal import Error, Tensor
 from . import ops_creation, ops_elementwise, ops_indexing, ops_movement, ops_reduce  # noqa: F401  (fill the table)
 from .symbols import SymbolTable
 from .table import TRANSLATIONS, Context, luminal_dtype
