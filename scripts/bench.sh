@@ -9,7 +9,13 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-python="$(command -v python3 || true)"
+# The Python package's environment (scripts/python_env.sh) has torch, transformers and
+# luminal, so the torch and luminal-python paths run; otherwise the system python3.
+python="${LUMINAL_BENCH_PYTHON:-}"
+if [[ -z "$python" && -x "$LUMINAL_BUILD_DIR/python-env/bin/python" ]]; then
+  python="$LUMINAL_BUILD_DIR/python-env/bin/python"
+fi
+python="${python:-$(command -v python3 || true)}"
 if [[ -z "$python" ]] || ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "bench.sh: needs python3 >= 3.11 (tomllib)" >&2
   exit 2

@@ -16,6 +16,7 @@ PACKAGES=(
   libutf8proc-dev     # NFC normalization of tokenizers
   clang libclang-rt-14-dev  # libFuzzer targets of the file parsers
   libcli11-dev        # command lines of the examples
+  python3-dev python3-venv  # the Python package's extension and its test environment
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

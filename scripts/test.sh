@@ -2,11 +2,12 @@
 # THE test command: installs dependencies, then
 #   (a) release build of everything (tests, examples, benchmarks) + all tests;
 #   (b) Debug -O1 build with ASan + UBSan + the `unit` tests;
-#   (c) clang build of the libFuzzer targets + a short run of each (`fuzz`).
+#   (c) clang build of the libFuzzer targets + a short run of each (`fuzz`);
+#   (d) the Python package (python/): its environment, the extension, pytest.
 # All stages always run; the last line is "<N> passed, <N> failed" summed over
 # all ctest runs (a failed configure/build counts as one failure).
 # Environment: see scripts/common.sh; LUMINAL_SKIP_ASAN=1 skips stage (b),
-# LUMINAL_SKIP_FUZZ=1 stage (c).
+# LUMINAL_SKIP_FUZZ=1 stage (c), LUMINAL_SKIP_PYTHON=1 stage (d).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -85,6 +86,39 @@ fi
 
 if [[ "${LUMINAL_SKIP_FUZZ:-0}" != 1 ]]; then
   stage fuzz "$FUZZ_DIR" -L fuzz -- "${FUZZ_ARGS[@]}"
+fi
+
+# The Python package: after the release stage, whose examples/generate its LLM tests compare with.
+python_stage() {
+  local start=$SECONDS log="$LOG_DIR/pytest.log" python
+  echo "=== [python] environment + extension"
+  if ! python="$("$LUMINAL_ROOT/scripts/python_env.sh")"; then
+    echo "test.sh: [python] environment or build failed" >&2
+    failed=$((failed + 1))
+    return
+  fi
+  echo "=== [python] pytest"
+  # From tests/: the checkout's python/luminal (no extension in it) must not shadow the installed package.
+  (cd "$LUMINAL_ROOT/python/tests" && LUMINAL_BUILD_DIR="$LUMINAL_BUILD_DIR" "$python" -m pytest . -q -p no:cacheprovider \
+     -rfE --import-mode=importlib) 2>&1 | tee "$log" || true
+  # pytest's summary: "N failed, N passed, N skipped, N xfailed in 12.3s"
+  local summary p f e
+  summary="$(grep -E '^=* ?[0-9]+ (passed|failed|error)' "$log" | tail -n1 || true)"
+  [[ -n "$summary" ]] || summary="$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -n1 || true)"
+  if [[ -z "$summary" ]]; then
+    echo "test.sh: [python] pytest printed no summary; counting one failure" >&2
+    failed=$((failed + 1))
+    return
+  fi
+  p="$(grep -Eo '[0-9]+ passed' <<<"$summary" | awk '{print $1}' || true)"
+  f="$(grep -Eo '[0-9]+ failed' <<<"$summary" | awk '{print $1}' || true)"
+  e="$(grep -Eo '[0-9]+ errors?' <<<"$summary" | awk '{print $1}' || true)"
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0} + ${e:-0}))
+  echo "=== [python] done in $((SECONDS - start)) s"
+}
+if [[ "${LUMINAL_SKIP_PYTHON:-0}" != 1 ]]; then
+  python_stage
 fi
 
 echo "$passed passed, $failed failed"

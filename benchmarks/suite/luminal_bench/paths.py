@@ -93,6 +93,8 @@ PATHS: dict[str, PathSpec] = {spec.name: spec for spec in (
              _missing_modules("torch", "transformers")),
     PathSpec("torch-compile", "torch.compile", False, lambda job: _worker("torch_worker", job, "compile"),
              _missing_modules("torch", "transformers")),
+    PathSpec("luminal-python", "luminal (Python, torch.compile)", True,
+             lambda job: _worker("torch_worker", job, "luminal"), _missing_modules("torch", "transformers", "luminal")),
     PathSpec("torch-eager-cuda", "PyTorch eager (CUDA)", False,
              lambda job: _worker("torch_worker", job, device="cuda"),
              _first(_no_cuda, _missing_modules("torch", "transformers"))),

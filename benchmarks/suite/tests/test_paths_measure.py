@@ -27,6 +27,13 @@ class PathsTest(unittest.TestCase):
         command = PATHS["torch-eager"].command(job(None))
         self.assertEqual(command[command.index("--threads") + 1], "1")
 
+    def test_the_python_package_path_runs_the_torch_worker_with_our_backend(self):
+        command = PATHS["luminal-python"].command(job(None))
+        self.assertIn("luminal_bench.workers.torch_worker", command)
+        self.assertEqual(command[command.index("--mode") + 1], "luminal")
+        self.assertEqual(command[command.index("--threads") + 1], "1")
+        self.assertTrue(PATHS["luminal-python"].ours)
+
     def test_llama_cpp_runs_gguf_files_only(self):
         folder = Job(**{**vars(job(None)), "model_file": Path("model_dir")})
         self.assertEqual(PATHS["llama.cpp"].unavailable(folder), "runs GGUF files only")

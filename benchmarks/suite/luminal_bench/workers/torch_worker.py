@@ -1,5 +1,6 @@
-"""PyTorch (transformers) on the model: eager, or torch.compile of the forward (default
-inductor), on the CPU or a CUDA device. Both use a StaticCache sized for the run, so
+"""PyTorch (transformers) on the model: eager, torch.compile of the forward (default
+inductor), or torch.compile with luminal's backend (--mode luminal: the Python package's
+torch front end on our CPU runtime), on the CPU or a CUDA device. Both use a StaticCache sized for the run, so
 prefill and decode see fixed shapes and torch.compile compiles once per shape; --dtype
 throughout (f32 by default; a GGUF file is dequantized to f32 by transformers). A tensor
 the model lacks or does not use in the file fails the run. Reading the picked token
@@ -44,7 +45,14 @@ def main() -> None:
         dtype = args.dtype
     model.eval().to(device)
     load_ms = ms_since(start)
-    forward = torch.compile(model.forward, mode=args.compile_mode) if args.mode == "compile" else model.forward
+    if args.mode == "compile":
+        forward = torch.compile(model.forward, mode=args.compile_mode)
+    elif args.mode == "luminal":
+        import luminal.torch  # noqa: F401  (registers the backend)
+        forward = torch.compile(model.forward, backend="luminal",
+                                options={"device": args.device, "threads": args.threads})
+    else:
+        forward = model.forward
     cache = StaticCache(config=model.config, max_cache_len=len(args.prompt_ids) + args.decode_tokens + 8)
     prompt = torch.tensor([args.prompt_ids], device=device)
     prompt_positions = torch.arange(len(args.prompt_ids), device=device)
@@ -62,12 +70,13 @@ def main() -> None:
     with torch.inference_mode():
         result = measure(cache.reset, prefill, step, args.prompt_ids, args.iters, args.decode_tokens)
     suffix = "" if device.type == "cpu" else f"-{device.type}"
-    result.update(path=f"torch-{args.mode}{suffix}", model=model_path.name, device=str(device), dtype=dtype,
+    path = "luminal-python" if args.mode == "luminal" else f"torch-{args.mode}"
+    result.update(path=f"{path}{suffix}", model=model_path.name, device=str(device), dtype=dtype,
                   load_ms=load_ms,
                   threads=args.threads, versions={"torch": torch.__version__,
                                                   "transformers": transformers.__version__})
-    if args.mode == "compile":  # torch.compile compiles (and recompiles) during the warm-up calls
-        result.update(compile_mode=args.compile_mode,
+    if args.mode in ("compile", "luminal"):  # torch.compile compiles (and recompiles) during the warm-up calls
+        result.update(compile_mode=args.compile_mode if args.mode == "compile" else "luminal",
                       compile_ms=sum(result["ttft_ms_samples"][:args.warmups]) + result.pop("warmup_step_ms"),
                       compile_note="warm-up prefills + warm-up decode step")
     emit(result)

@@ -1,0 +1,78 @@
+"""torch.compile(model, backend="luminal"): dynamo hands each captured FX graph to
+AOTAutograd, which functionalises it and decomposes it to core ATen; each ATen graph is
+translated, compiled once (symbolic sizes as luminal dimensions, so later sizes reuse it)
+and run on a luminal runtime. AOTAutograd writes mutated inputs (a StaticCache's
+index_copy_) back after each call.
+
+options: device ("cpu", "cuda" or "reference"), search (candidate programs to profile),
+threads (CPU threads; 0 = every core), fallback (True: ops without a translation run in
+PyTorch between luminal partitions, named in one warning)."""
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._dynamo.backends.registry import register_backend
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+from .._luminal import Error
+from .fallback import split_unsupported
+from .runner import CompiledGraph
+from .translate import translate
+
+_DEFAULTS = {"device": "cpu", "search": 1, "threads": 0, "fallback": False}
+
+compilations = 0  # graphs this backend has compiled in this process (tests count recompiles with it)
+
+
+def _settings(options) -> dict:
+    settings = dict(_DEFAULTS)
+    unknown = set(options or {}) - set(_DEFAULTS)
+    if unknown:
+        raise Error(f"luminal backend: unknown option(s) {sorted(unknown)}; known: {sorted(_DEFAULTS)}")
+    settings.update(options or {})
+    return settings
+
+
+def compile_fx(gm: torch.fx.GraphModule, example_inputs, settings: dict):
+    """The ATen graph `gm` as a callable on luminal (a split module when it has to fall back)."""
+    if settings["fallback"]:
+        split, unsupported = split_unsupported(gm, lambda sub: _compile_one(sub, settings))
+        if unsupported:
+            warnings.warn("luminal: these ops run in PyTorch (graph breaks): " + ", ".join(sorted(unsupported)),
+                          stacklevel=2)
+        return split
+    return _compile_one(gm, settings)
+
+
+def _compile_one(gm: torch.fx.GraphModule, settings: dict):
+    global compilations
+    compiled = CompiledGraph(translate(gm, name="the captured graph"), device=settings["device"],
+                             search=settings["search"], threads=settings["threads"], name="luminal graph")
+    compilations += 1
+
+    def run(*args):
+        return compiled(*args)
+
+    run.compiled_graph = compiled
+    return run
+
+
+def _inference_only(gm, example_inputs):
+    raise Error("luminal backend: compiles inference graphs only (call the model under torch.no_grad() or "
+                "torch.inference_mode())")
+
+
+@register_backend(name="luminal")
+def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None):
+    settings = _settings(options)
+    from torch._decomp import core_aten_decompositions
+
+    def forward(aten_gm, aten_inputs):
+        # AOTAutograd calls this with its fake-tensor mode on; translating binds real tensors.
+        with unset_fake_temporarily():
+            return compile_fx(aten_gm, aten_inputs, settings)
+
+    return aot_autograd(fw_compiler=forward, inference_compiler=forward, bw_compiler=_inference_only,
+                        decompositions=core_aten_decompositions())(gm, example_inputs)

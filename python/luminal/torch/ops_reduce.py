@@ -1,0 +1,223 @@
+"""Reductions, normalisations, softmax and matrix products."""
+from __future__ import annotations
+
+import math
+
+from .._luminal import DType, Error, Tensor
+from .table import FLOATS, Context, aten_ops, opmath, translates
+
+
+def _dims(x: Tensor, dims) -> list[int]:
+    """PyTorch's reduction dims: None or [] means every axis."""
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(x.ndim))
+    if isinstance(dims, int):
+        return [dims]
+    return list(dims)
+
+
+@translates(*aten_ops("sum.dim_IntList", "sum.default"))
+def sum_(cx: Context, x, dims=None, keepdim=False, dtype=None):
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    if x.ndim == 0:
+        return x
+    return x.sum(_dims(x, dims), keepdim)
+
+
+@translates(*aten_ops("mean.dim", "mean.default"))
+def mean(cx, x, dims=None, keepdim=False, dtype=None):
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    if x.ndim == 0:
+        return x
+    return x.mean(_dims(x, dims), keepdim)
+
+
+@translates(*aten_ops("amax.default", "max.default"))
+def amax(cx, x, dims=None, keepdim=False):
+    if x.ndim == 0:
+        return x
+    return x.max(_dims(x, dims), keepdim)
+
+
+@translates(*aten_ops("amin.default", "min.default"))
+def amin(cx, x, dims=None, keepdim=False):
+    if x.ndim == 0:
+        return x
+    return x.min(_dims(x, dims), keepdim)
+
+
+@translates(*aten_ops("max.dim"))
+def max_dim(cx, x, dim, keepdim=False):
+    if x.ndim == 0:
+        return x, cx.tensor(0, DType.i64)
+    return x.max([dim], keepdim), x.argmax(dim, keepdim)
+
+
+@translates(*aten_ops("min.dim"))
+def min_dim(cx, x, dim, keepdim=False):
+    if x.ndim == 0:
+        return x, cx.tensor(0, DType.i64)
+    return x.min([dim], keepdim), x.argmin(dim, keepdim)
+
+
+def _arg(method):
+    def translate(cx, x, dim=None, keepdim=False):
+        if x.ndim == 0:
+            return cx.tensor(0, DType.i64)
+        if dim is None:
+            flat = x.reshape([-1])
+            out = getattr(flat, method)(0, False)
+            return out.reshape([1] * x.ndim) if keepdim else out
+        return getattr(x, method)(dim, keepdim)
+    return translate
+
+
+translates(*aten_ops("argmax.default"))(_arg("argmax"))
+translates(*aten_ops("argmin.default"))(_arg("argmin"))
+
+
+@translates(*aten_ops("any.dim", "any.dims", "any.default"))
+def any_(cx, x, dims=None, keepdim=False):
+    x = cx.tensor(x).ne(0) if x.dtype != DType.bool else x
+    if x.ndim == 0:
+        return x
+    return x.cast(DType.i32).max(_dims(x, dims), keepdim).gt(0)
+
+
+@translates(*aten_ops("all.dim", "all.dims", "all.default"))
+def all_(cx, x, dims=None, keepdim=False):
+    x = cx.tensor(x).ne(0) if x.dtype != DType.bool else x
+    if x.ndim == 0:
+        return x
+    return x.cast(DType.i32).min(_dims(x, dims), keepdim).gt(0)
+
+
+@translates(*aten_ops("var.correction", "var.dim"))
+def var(cx, x, dims=None, correction=None, keepdim=False, **kwargs):
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    if isinstance(correction, bool):  # var.dim's `unbiased`
+        correction = 1 if correction else 0
+    c = 1 if correction is None else correction
+    if c != int(c):
+        raise Error(f"{cx.where()}: a fractional correction ({c}) is not supported")
+    return x.var(_dims(x, dims), int(c), keepdim)
+
+
+@translates(*aten_ops("std.correction"))
+def std(cx, x, dims=None, correction=None, keepdim=False):
+    return var(cx, x, dims, correction, keepdim).sqrt()
+
+
+@translates(*aten_ops("_softmax.default", "softmax.int"))
+def softmax(cx, x, dim, half_to_float=False):
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    return x if x.ndim == 0 else x.softmax(dim)
+
+
+@translates(*aten_ops("_log_softmax.default", "log_softmax.int"))
+def log_softmax(cx, x, dim, half_to_float=False):
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    return x * 0.0 if x.ndim == 0 else x.log_softmax(dim)
+
+
+@translates(*aten_ops("logsumexp.default"))
+def logsumexp(cx, x, dims, keepdim=False):
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    return x.logsumexp(_dims(x, dims), keepdim)
+
+
+@translates(*aten_ops("native_layer_norm.default"))
+def native_layer_norm(cx, x, normalized_shape, weight, bias, eps):
+    dtype = opmath(cx.out_dtype(0))
+    x = cx.tensor(x, dtype)
+    axes = list(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = x.mean(axes, True)
+    centered = x - mean
+    rstd = ((centered * centered).mean(axes, True) + eps).rsqrt()
+    out = centered * rstd
+    if weight is not None:
+        out = out * cx.tensor(weight, dtype)
+    if bias is not None:
+        out = out + cx.tensor(bias, dtype)
+    return out, mean, rstd
+
+
+def _product(cx, a, b):
+    dtype = opmath(cx.out_dtype())
+    if dtype not in FLOATS and dtype not in (DType.i32, DType.i64):
+        raise Error(f"{cx.where()}: matrix products of {dtype} are not supported")
+    return cx.tensor(a, dtype).matmul(cx.tensor(b, dtype))
+
+
+@translates(*aten_ops("mm.default", "bmm.default", "matmul.default", "dot.default", "mv.default"))
+def mm(cx, a, b):
+    return _product(cx, a, b)
+
+
+@translates(*aten_ops("addmm.default", "baddbmm.default"))
+def addmm(cx, bias, a, b, beta=1, alpha=1):
+    dtype = opmath(cx.out_dtype())
+    product = _product(cx, a, b)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return cx.tensor(bias, dtype) * beta + product if beta != 1 else cx.tensor(bias, dtype) + product
+
+
+@translates(*aten_ops("linear.default"))
+def linear(cx, x, weight, bias=None):
+    dtype = opmath(cx.out_dtype())
+    out = cx.tensor(x, dtype).matmul(cx.tensor(weight, dtype).t())
+    return out if bias is None else out + cx.tensor(bias, dtype)
+
+
+def _attention(cx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
+    """softmax(q k^T * scale + mask) v, as PyTorch's math path computes it."""
+    dtype = opmath(cx.out_dtype(0) if isinstance(cx.meta(), (tuple, list)) else cx.out_dtype())
+    q, k, v = (cx.tensor(t, dtype) for t in (q, k, v))
+    head_dim = q.shape[-1]
+    if not isinstance(head_dim, int):
+        raise Error(f"{cx.where()}: the head size must be static")
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    if enable_gqa and q.shape[-3] != k.shape[-3]:
+        groups = q.shape[-3] // k.shape[-3]
+        k = _repeat_heads(k, groups)
+        v = _repeat_heads(v, groups)
+    scores = q.matmul(k.transpose(-1, -2)) * scale
+    if is_causal:
+        rows, cols = q.shape[-2], k.shape[-2]
+        ones = cx.graph.constant(1.0, DType.bool).expand([rows, cols])
+        scores = _masked(scores, ones.tril(0))
+    if attn_mask is not None:
+        if attn_mask.dtype == DType.bool:
+            scores = _masked(scores, attn_mask)
+        else:
+            scores = scores + cx.tensor(attn_mask, dtype)
+    return scores.softmax(-1).matmul(v), scores
+
+
+def _masked(scores: Tensor, keep: Tensor) -> Tensor:
+    from .._luminal import where
+    return where(keep, scores, -math.inf)
+
+
+def _repeat_heads(x: Tensor, groups: int) -> Tensor:
+    shape = x.shape
+    expanded = x.unsqueeze(-3).expand(shape[:-2] + [groups] + shape[-2:])
+    return expanded.reshape(shape[:-3] + [shape[-3] * groups] + shape[-2:])
+
+
+@translates(*aten_ops("scaled_dot_product_attention.default"))
+def sdpa(cx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    if dropout_p:
+        raise Error(f"{cx.where()}: attention dropout is not supported (inference only)")
+    return _attention(cx, q, k, v, attn_mask, is_causal, scale, enable_gqa)[0]
+
+
+@translates(*aten_ops("_scaled_dot_product_flash_attention_for_cpu.default"))
+def sdpa_flash_cpu(cx, q, k, v, dropout_p=0.0, is_causal=False, attn_mask=None, scale=None):
+    if dropout_p:
+        raise Error(f"{cx.where()}: attention dropout is not supported (inference only)")
+    out, scores = _attention(cx, q, k, v, attn_mask, is_causal, scale, False)
+    return out, scores.logsumexp([-1])

@@ -1,0 +1,168 @@
+"""The torch front end beyond single ops: one compilation for every sequence length, the
+AOT path through torch.export with Dims, mutated inputs written back, the backend's options,
+and bad input: unknown ops, unsupported dtypes, wrong shapes."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import luminal  # noqa: E402
+import luminal.torch as lt  # noqa: E402
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(16)
+        self.up = torch.nn.Linear(16, 32)
+        self.down = torch.nn.Linear(32, 16)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.up(self.norm(x)))
+        return x + self.down(h).softmax(-1)
+
+
+def test_dynamo_recompiles_once_for_a_dynamic_length_then_reuses():
+    torch.manual_seed(0)
+    model = Block().eval()
+    compiled = torch.compile(model, backend="luminal")
+    torch._dynamo.reset()
+    before = lt.backend.compilations
+    with torch.no_grad():
+        for length in (3, 5, 9, 12):
+            x = torch.randn(2, length, 16)
+            torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+    # the first length compiles static, the second marks the length dynamic, the rest reuse it
+    assert lt.backend.compilations - before == 2
+
+
+def test_aot_compile_with_a_dim_serves_every_length_with_one_compilation():
+    torch.manual_seed(0)
+    model = Block().eval()
+    before = lt.backend.compilations
+    seq = torch.export.Dim("seq", min=2, max=64)
+    compiled = lt.compile(model, (torch.randn(1, 4, 16),), dynamic_shapes={"x": {1: seq}})
+    with torch.no_grad():
+        for length in (2, 7, 33):
+            x = torch.randn(1, length, 16)
+            torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+    assert lt.backend.compilations == before  # the AOT path does not go through the dynamo backend
+
+
+class CacheWriter(torch.nn.Module):
+    def forward(self, cache, position, value):
+        cache.index_copy_(1, position, value)
+        return cache.sum(-1)
+
+
+def test_aot_mutated_input_is_written_back():
+    model = CacheWriter()
+    cache = torch.zeros(2, 6, 4)
+    position = torch.tensor([1])
+    value = torch.randn(2, 1, 4)
+    compiled = lt.compile(model, (cache.clone(), position, value))
+    ours, eager = torch.zeros(2, 6, 4), torch.zeros(2, 6, 4)
+    for step in range(3):
+        pos = torch.tensor([step * 2])
+        v = torch.randn(2, 1, 4)
+        torch.testing.assert_close(compiled(ours, pos, v), model(eager, pos, v), atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(ours, eager, atol=0, rtol=0)
+
+
+def test_dynamo_mutated_input_is_written_back():
+    def write(cache, position, value):
+        cache.index_put_((torch.arange(2)[:, None], position[None, :]), value)
+        return cache * 2
+
+    cache_ours, cache_eager = torch.zeros(2, 5), torch.zeros(2, 5)
+    compiled = torch.compile(write, backend="luminal")
+    with torch.no_grad():
+        for step in range(3):
+            pos, v = torch.tensor([step]), torch.randn(2, 1)
+            torch.testing.assert_close(compiled(cache_ours, pos, v), write(cache_eager, pos, v))
+    torch.testing.assert_close(cache_ours, cache_eager, atol=0, rtol=0)
+
+
+def _unknown_op(x):
+    return torch.special.bessel_j0(x) + 1
+
+
+def test_unknown_op_names_the_aten_op_and_the_fx_node():
+    compiled = torch.compile(_unknown_op, backend="luminal")
+    with pytest.raises(Exception, match=r"no luminal translation for aten\.special_bessel_j0\.default \(FX node "
+                                        r"'special_bessel_j0'\)"):
+        compiled(torch.randn(4))
+
+
+def test_fallback_runs_the_unknown_op_in_torch_and_warns_once():
+    torch._dynamo.reset()
+    compiled = torch.compile(_unknown_op, backend="luminal", options={"fallback": True})
+    x = torch.randn(4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = compiled(x)
+    torch.testing.assert_close(out, _unknown_op(x))
+    messages = [str(w.message) for w in caught if "luminal" in str(w.message)]
+    assert len(messages) == 1 and "aten.special_bessel_j0.default" in messages[0]
+
+
+def test_unsupported_dtype_is_an_error_naming_it():
+    compiled = torch.compile(lambda x: x * 2, backend="luminal")
+    with pytest.raises(Exception, match="dtype torch.float64 is not supported"):
+        compiled(torch.randn(3, dtype=torch.float64))
+
+
+def test_wrong_input_shape_in_the_aot_path_names_the_input():
+    compiled = lt.compile(Block().eval(), (torch.randn(1, 4, 16),))
+    with pytest.raises(luminal.Error, match=r"input 'x' has shape \(1, 5, 16\) but the compiled graph takes "
+                                            r"\(1, 4, 16\)"):
+        compiled(torch.randn(1, 5, 16))
+
+
+def test_unknown_option_is_an_error():
+    compiled = torch.compile(lambda x: x + 1, backend="luminal", options={"serach": 3})
+    with pytest.raises(Exception, match=r"unknown option\(s\) \['serach'\]"):
+        compiled(torch.randn(2))
+
+
+def test_search_and_reference_device_options():
+    torch._dynamo.reset()
+    model = Block().eval()
+    x = torch.randn(1, 3, 16)
+    with torch.no_grad():
+        for options in ({"search": 4}, {"device": "reference"}):
+            torch._dynamo.reset()
+            out = torch.compile(model, backend="luminal", options=options)(x)
+            torch.testing.assert_close(out, model(x), atol=1e-5, rtol=1e-5)
+
+
+def test_cuda_device_without_a_gpu_says_so():
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: x + 1, backend="luminal", options={"device": "cuda"})
+    try:
+        compiled(torch.randn(2))
+    except Exception as error:  # dynamo wraps the backend's error
+        assert "no CUDA device" in str(error)
+    else:
+        pytest.skip("a CUDA device is present")
+
+
+def test_backend_is_found_through_the_entry_point():
+    import importlib.metadata
+    names = [ep.name for ep in importlib.metadata.entry_points(group="torch_dynamo_backends")]
+    assert "luminal" in names
+    assert "luminal" in torch._dynamo.list_backends()
+
+
+def test_readme_table_of_supported_ops_is_current():
+    import importlib.util
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("op_table", repo / "python" / "tools" / "op_table.py")
+    op_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(op_table)
+    readme = (repo / "README.md").read_text()
+    assert op_table.replaced(readme, op_table.table()) == readme, \
+        "README's aten table is stale: python python/tools/op_table.py --write README.md"
