@@ -32,8 +32,8 @@ std::string session_error(std::int64_t context, luminal::nn::MemoryLimit limit) 
 // The fixture's weights as stored (f32): what the session binds.
 std::uint64_t fixture_weight_bytes() {
     std::uint64_t total = 0;
-    for (const auto& t : luminal::io::SafetensorsFile::open(kMemoryFixture / "model.safetensors").tensors())
-        total += t.bytes.size();
+    const auto file = luminal::io::SafetensorsFile::open(kMemoryFixture / "model.safetensors");
+    for (const auto& t : file.tensors()) total += t.bytes.size();
     return total;
 }
 

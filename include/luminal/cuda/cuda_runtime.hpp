@@ -337,10 +337,8 @@ private:
 
     std::size_t variant_for(const DynMap& dims) const {
         check(!variants_.empty(), "CudaRuntime", "no program loaded");
-        for (std::size_t i = 0; i + 1 < variants_.size(); ++i) {
-            const auto fixed = variants_[i].fixed.entries();
-            if (std::all_of(fixed.begin(), fixed.end(), [&](auto e) { return dims.get(e.first) == e.second; })) return i;
-        }
+        for (std::size_t i = 0; i + 1 < variants_.size(); ++i)
+            if (variants_[i].fixed.agrees_with(dims)) return i;
         return variants_.size() - 1;
     }
 

@@ -151,8 +151,7 @@ private:
     const Variant& variant_for(const DynMap& dims) const {
         check(!variants_.empty(), "cuda::HostEmulator", "no program loaded");
         for (const Variant& v : variants_)
-            if (std::all_of(v.fixed.entries().begin(), v.fixed.entries().end(), [&](auto e) { return dims.get(e.first) == e.second; }))
-                return v;
+            if (v.fixed.agrees_with(dims)) return v;
         return variants_.back();
     }
 

@@ -82,11 +82,7 @@ struct Program {
     // several runs, for each execution, the first whose fixed dims match.
     std::vector<Program> specializations;
 
-    bool runs_at(const DynMap& dims) const {
-        for (auto [c, v] : fixed_dims.entries())
-            if (dims.get(c) != v) return false;
-        return true;
-    }
+    bool runs_at(const DynMap& dims) const { return fixed_dims.agrees_with(dims); }
     // The program to run at `dims`: a matching specialization, else this one.
     const Program& for_dims(const DynMap& dims) const {
         for (const Program& s : specializations)

@@ -41,6 +41,12 @@ public:
             if (present_.test(i)) out.emplace_back(static_cast<char>(i), values_[i]);
         return out;
     }
+    // Whether every dimension set here has the same value in `other`.
+    bool agrees_with(const DynMap& other) const {
+        for (std::size_t i = 0; i < values_.size(); ++i)
+            if (present_.test(i) && other.get(static_cast<char>(i)) != values_[i]) return false;
+        return true;
+    }
     friend bool operator==(const DynMap& a, const DynMap& b) {
         return a.present_ == b.present_ && a.entries() == b.entries();
     }
