@@ -89,4 +89,34 @@ TEST_CASE("each bundled family on the device matches transformers (f32 weights)"
     }
 }
 
+// The plan generate runs: a bf16 cache, the token picked on the device. Each decode step after the first of a
+// size bucket replays its graph and moves only the changed dims, the new id and the fault code and picked id.
+TEST_CASE("greedy decode steps with the token picked on the device: the fixture's ids, one graph replay and a few bytes per step") {
+    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models" / "llama";
+    const auto weights = io::SafetensorsModel::open(dir);
+    const auto reference = io::SafetensorsFile::open(dir / "reference.safetensors");
+    const auto prompt64 = io::to_vector<std::int64_t>(reference.at("prompt_ids"));
+    const auto generated = io::to_vector<std::int64_t>(reference.at("generated_ids"));
+    nn::ModelOptions options;
+    options.context = 32;
+    options.kv_dtype = DType::BF16;
+    options.last_logits_only = true;
+    options.sample_in_graph = true;
+    nn::CausalLm model = nn::build_causal_lm(io::load_model_config(dir), options);
+    CompileOptions compile;
+    compile.verbosity = 0;
+    nn::Session session(model, cuda::CudaRuntime{}, compile);
+    session.load_weights(weights);
+    const std::vector<std::int32_t> prompt(prompt64.begin(), prompt64.end());
+    std::vector<std::int32_t> picked{session.next(prompt)};
+    for (std::size_t step = 1; step < generated.size(); ++step) {
+        const std::size_t before = session.runtime().host_device_bytes();
+        picked.push_back(session.next(std::vector<std::int32_t>{picked.back()}));
+        CAPTURE(step);
+        CHECK(session.runtime().host_device_bytes() - before <= 64);
+    }
+    CHECK(std::vector<std::int64_t>(picked.begin(), picked.end()) == generated);
+    CHECK(session.runtime().graph_replays() >= 1);
+}
+
 }  // TEST_SUITE

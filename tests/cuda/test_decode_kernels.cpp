@@ -107,40 +107,42 @@ public:
 TEST_CASE("the decode GEMV: an RMSNorm prologue, two weights with SiLU(gate) * up, a residual epilogue, every layout") {
     constexpr std::int64_t kIntermediate = 40;  // rows a warp pair does not divide evenly, a row length of 16-byte vectors
     EveryGemvLayout::layouts_checked = 0;
-    for (DType weights : {DType::BF16, DType::F16, DType::F32}) {
-        for (std::int64_t hidden : {64, 1048}) {  // one 16-byte step per lane, and several with a tail
-            for (std::int64_t tokens : {1, 3}) {
-                CAPTURE(name_of(weights));
-                CAPTURE(hidden);
-                CAPTURE(tokens);
-                Graph g;
-                nn::ParameterSet params;
-                auto x = g.named_tensor("x", {tokens, hidden});
-                auto norm = nn::RmsNorm::create(params, g, "norm", hidden, 1e-5);
-                auto mlp = nn::GatedMlp::create(params, g, "mlp", hidden, kIntermediate, nn::Activation::Silu, false, weights);
-                auto y = (x + mlp(norm(x))).output();
-                auto [printed, report] = compile_with_report(g, cuda::BasicHostEmulator<EveryGemvLayout>{}, decode_step());
-                REQUIRE_MESSAGE(count_op(printed, "cuda.Gemv") == 2, report.program.to_string());  // gate and up as one, down
-                auto reference = g.compile(ReferenceRuntime{});
-                std::vector<std::pair<GraphTensor, HostBuffer>> data{{x, buffer(DType::F32, noise(tokens * hidden, 1, 2))}};
-                for (const nn::Parameter& p : params.parameters()) {
-                    std::int64_t n = 1;
-                    for (auto d : p.shape) n *= d;
-                    data.emplace_back(p.tensor, buffer(p.tensor.dtype(), noise(static_cast<std::size_t>(n), data.size() + 3, 0.5)));
-                }
-                for (auto& [t, values] : data) {
-                    printed.set_bytes(t, host_buffer_to_bytes(values));
-                    reference.set_bytes(t, host_buffer_to_bytes(values));
-                }
-                printed.execute(g.dyn_map());
-                reference.execute(g.dyn_map());
-                const auto got = printed.get_f32(y), want = reference.get_f32(y);
-                REQUIRE(got.size() == want.size());
-                for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(1e-4).scale(1.0));
-            }
+    struct Case {
+        DType weights;
+        std::int64_t hidden, tokens;  // one 16-byte step per lane, or several with a tail; one token or a few
+    };
+    // Each weight dtype, both row lengths and both token counts; bf16, what the models use, in both pairings.
+    const Case cases[] = {{DType::BF16, 1048, 1}, {DType::BF16, 64, 3}, {DType::F16, 1048, 3}, {DType::F32, 64, 1}};
+    for (const auto [weights, hidden, tokens] : cases) {
+        CAPTURE(name_of(weights));
+        CAPTURE(hidden);
+        CAPTURE(tokens);
+        Graph g;
+        nn::ParameterSet params;
+        auto x = g.named_tensor("x", {tokens, hidden});
+        auto norm = nn::RmsNorm::create(params, g, "norm", hidden, 1e-5);
+        auto mlp = nn::GatedMlp::create(params, g, "mlp", hidden, kIntermediate, nn::Activation::Silu, false, weights);
+        auto y = (x + mlp(norm(x))).output();
+        auto [printed, report] = compile_with_report(g, cuda::BasicHostEmulator<EveryGemvLayout>{}, decode_step());
+        REQUIRE_MESSAGE(count_op(printed, "cuda.Gemv") == 2, report.program.to_string());  // gate and up as one, down
+        auto reference = g.compile(ReferenceRuntime{});
+        std::vector<std::pair<GraphTensor, HostBuffer>> data{{x, buffer(DType::F32, noise(tokens * hidden, 1, 2))}};
+        for (const nn::Parameter& p : params.parameters()) {
+            std::int64_t n = 1;
+            for (auto d : p.shape) n *= d;
+            data.emplace_back(p.tensor, buffer(p.tensor.dtype(), noise(static_cast<std::size_t>(n), data.size() + 3, 0.5)));
         }
+        for (auto& [t, values] : data) {
+            printed.set_bytes(t, host_buffer_to_bytes(values));
+            reference.set_bytes(t, host_buffer_to_bytes(values));
+        }
+        printed.execute(g.dyn_map());
+        reference.execute(g.dyn_map());
+        const auto got = printed.get_f32(y), want = reference.get_f32(y);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(1e-4).scale(1.0));
     }
-    CHECK(EveryGemvLayout::layouts_checked == 3 * 2 * 2 * 2);
+    CHECK(EveryGemvLayout::layouts_checked == std::size(cases) * 2 * (std::size(egraph::kGemvLayouts) - 1));
 }
 
 TEST_CASE("flash-decoding attention: GQA groups, head sizes, cache dtypes, split and unsplit keys, one and several queries") {
@@ -149,7 +151,8 @@ TEST_CASE("flash-decoding attention: GQA groups, head sizes, cache dtypes, split
         DType cache;
     };
     for (const Case c : {Case{4, 1, 64, 100, 1, DType::F32}, Case{8, 2, 128, 37, 1, DType::BF16}, Case{4, 4, 256, 5, 1, DType::F16},
-                         Case{4, 1, 128, 0, 1, DType::BF16}, Case{6, 2, 64, 70, 3, DType::BF16}, Case{2, 2, 64, 33, 2, DType::F32}}) {
+                         Case{4, 1, 128, 0, 1, DType::BF16}, Case{6, 2, 64, 70, 3, DType::BF16}, Case{2, 2, 64, 33, 2, DType::F32},
+                         Case{8, 1, 64, 50, 1, DType::BF16}, Case{3, 1, 64, 20, 1, DType::F32}}) {
         CAPTURE(c.heads);
         CAPTURE(c.kv_heads);
         CAPTURE(c.head_dim);
@@ -289,7 +292,7 @@ TEST_CASE("a launch group runs each member on its own blocks, as the members run
     CHECK(fault[0] == 0);
 }
 
-TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): launches, bytes and host traffic") {
+TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): launches, bytes, host traffic, and its kernels compile") {
     const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "configs" / "llama31_8b";
     const io::ModelConfig config = io::load_model_config(dir);
     nn::ModelOptions options;
@@ -307,8 +310,10 @@ TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): l
     report_options.layers = static_cast<std::int64_t>(config.layers.size());
     report_options.floor_bytes = nn::step_floor_bytes(model, 1024, 1);
     report_options.registers = false;
-    const cuda::PlanReport report = cuda::plan_report(session.report().program.for_dims(step), step, report_options);
+    const Program& decode = session.report().program.for_dims(step);
+    const cuda::PlanReport report = cuda::plan_report(decode, step, report_options);
     CAPTURE(report.to_string());
+    luminal_test::NvrtcCoverage::get().compile(cuda::plan_program(decode));
     CHECK(report.launches_per_layer() <= 8);
     CHECK(report.rows.size() <= 270);
     CHECK(report.bytes_moved <= 1.05 * report.floor_bytes);

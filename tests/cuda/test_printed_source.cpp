@@ -171,3 +171,15 @@ TEST_CASE("the Llama family through the printed sources on the host matches tran
     luminal_test::check_against_reference<luminal_test::PrintedSourceEmulator>(
         io::load_model_config(dir), [&](auto& session) { session.load_weights(weights); }, dir / "reference.safetensors");
 }
+
+// The cache dtype generate uses on CUDA: keys and values rounded to bf16 as they are written, so the logits move by
+// about bf16's relative step (2^-8) of the attention outputs; the greedy ids of the fixture must not change.
+TEST_CASE("the Llama family with a bf16 KV cache through the printed sources stays within bf16 rounding of transformers") {
+    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models" / "llama";
+    const auto weights = io::SafetensorsModel::open(dir);
+    nn::ModelOptions options;
+    options.kv_dtype = DType::BF16;
+    luminal_test::check_against_reference<luminal_test::PrintedSourceEmulator>(
+        io::load_model_config(dir), [&](auto& session) { session.load_weights(weights); }, dir / "reference.safetensors",
+        luminal_test::greedy_pick, "", options, 2e-2);
+}

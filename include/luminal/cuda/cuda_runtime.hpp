@@ -38,6 +38,7 @@
 #include "luminal/cuda/launch_groups.hpp"
 #include "luminal/cuda/launch_plan.hpp"
 #include "luminal/cuda/step_transfers.hpp"
+#include "luminal/runtime/available_memory.hpp"
 #include "luminal/runtime/host_buffer_io.hpp"
 #include "luminal/runtime/runtime.hpp"
 
@@ -141,6 +142,10 @@ public:
     }
     const std::string& device_name() const { return driver_->device_name(); }
     const DeviceSpec& device() const { return device_; }
+    // The weights, caches and arena live on the device: what it has free bounds them, not the host's memory.
+    std::optional<AvailableMemory> available_memory() const {
+        return AvailableMemory{driver_->memory().first, "the device's free memory (cuMemGetInfo)"};
+    }
     std::size_t graph_replays() const { return graph_replays_; }
     std::size_t graph_captures() const { return graph_captures_; }
     // Bytes moved between host and device since construction (weights included).

@@ -7,6 +7,7 @@
 // estimates until a device run measures them (scripts/gpu_check.sh prints
 // the modelled and the measured time of each step side by side).
 #include <cstddef>
+#include <cstdint>
 
 namespace luminal::cuda {
 
@@ -27,6 +28,7 @@ struct DeviceSpec {
     int registers_per_sm = 65536;
     std::size_t shared_per_sm = 228u * 1024;
     std::size_t shared_per_block = 227u * 1024;
+    std::uint64_t memory_bytes = 141'000'000'000;  // what a program's buffers can take (an H200's HBM3e)
 };
 
 }  // namespace luminal::cuda

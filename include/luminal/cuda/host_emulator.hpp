@@ -19,6 +19,7 @@
 #include "luminal/cuda/kernel_interpreter.hpp"
 #include "luminal/cuda/launch_groups.hpp"
 #include "luminal/cuda/launch_work.hpp"
+#include "luminal/runtime/available_memory.hpp"
 #include "luminal/runtime/host_buffer_io.hpp"
 #include "luminal/runtime/runtime.hpp"
 
@@ -124,6 +125,10 @@ public:
     const std::vector<ProgramNode>& nodes() const { return variants_.back().nodes; }
     const Plan& plan(const DynMap& dims) const { return variant_for(dims).plan; }
     const DeviceSpec& device() const { return device_; }
+    // The plan is the device's: its buffers are bounded by the emulated device's memory, not by the host's.
+    std::optional<AvailableMemory> available_memory() const {
+        return AvailableMemory{device_.memory_bytes, "the emulated device's memory (cuda::DeviceSpec::memory_bytes)"};
+    }
 
 private:
     struct Variant {

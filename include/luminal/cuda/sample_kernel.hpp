@@ -26,6 +26,7 @@ __device__ __forceinline__ float luminal_unordered(unsigned u) { return __uint_a
 )";
 
 struct SampleKernel final : CustomKernel {
+    static constexpr int kThreads = 512, kUnroll = 8;
     std::vector<DType> inputs;
     ShapeTracker logits, bias, settings;
     Expression vocab, rows, counter;
@@ -35,6 +36,7 @@ struct SampleKernel final : CustomKernel {
     KernelGeometry geometry(const DynMap& dims, int multiprocessors) const override {
         KernelGeometry g;
         g.grid = static_cast<unsigned>(std::clamp<std::int64_t>(rows.eval(dims), 0, std::int64_t{multiprocessors} * 32));
+        g.block = kThreads;
         return g;
     }
     LaunchWork work(const DynMap& dims, std::span<const SourceInfo> sources, const KernelGeometry& g,
@@ -46,7 +48,7 @@ struct SampleKernel final : CustomKernel {
         add_read(w, sources[0], r * v, device);
         add_read(w, sources[1], v, device);
         add_write(w, r * sizeof(std::int32_t), device);
-        w.dram_in_flight = w.l2_in_flight = 8;
+        w.dram_in_flight = w.l2_in_flight = 4.0 * kUnroll;  // a logit and a bias value per key
         w.flops = r * v * 2;
         return w;
     }
@@ -81,9 +83,14 @@ struct SampleKernel final : CustomKernel {
         const std::string logit_at = key_exprs.print(logits.index_expression(), "lz"), bias_at = key_exprs.print(bias.index_expression(), "i");
         const std::string key = fmt::format("({} + {})", widen(inputs[0], "in0[" + logit_at + "]"), widen(inputs[1], "in1[" + bias_at + "]"));
         const std::string ninf = "(-__int_as_float(0x7f800000))";
+        // Each thread loads kUnroll keys before it compares any, so that many loads are in flight.
         auto for_keys = [&](const std::string& body) {
-            return fmt::format("    for (i64 i = threadIdx.x; i < {}; i += blockDim.x) {{\n    const i64 lz = row * {} + i;\n{}    const float key = {};\n{}    }}\n",
-                               v, v, key_code, key, body);
+            return fmt::format("    for (i64 i0 = threadIdx.x; i0 < {0}; i0 += {1} * (i64)blockDim.x) {{\n    float keys[{1}];\n"
+                               "    #pragma unroll\n    for (int slot = 0; slot < {1}; ++slot) {{\n    const i64 i = i0 + slot * (i64)blockDim.x;\n"
+                               "    const i64 lz = row * {0} + i;\n{2}    keys[slot] = i < {0} ? {3} : {4};\n    }}\n"
+                               "    #pragma unroll\n    for (int slot = 0; slot < {1}; ++slot) {{\n    const i64 i = i0 + slot * (i64)blockDim.x;\n"
+                               "    if (i >= {0}) break;\n    const float key = keys[slot];\n{5}    }}\n    }}\n",
+                               v, kUnroll, key_code, key, ninf, body);
         };
         std::string code = std::string(kKernelPrelude) + std::string(kSamplePrelude);
         code += signature(entry(), DType::I32, inputs) + " {\n" +

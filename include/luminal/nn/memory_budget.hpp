@@ -7,7 +7,6 @@
 // lowers it, never an abort on std::bad_alloc half-way through a load.
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <new>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "luminal/core/error.hpp"
+#include "luminal/runtime/available_memory.hpp"
 
 namespace luminal::nn {
 
@@ -41,52 +41,10 @@ inline std::string format_bytes(std::uint64_t bytes) {
     return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[unit]);
 }
 
-namespace memory_detail {
-
-// A "Name:  123 kB" line of /proc/meminfo, in bytes.
-inline std::optional<std::uint64_t> meminfo_bytes(std::string_view name) {
-    std::ifstream in("/proc/meminfo");
-    for (std::string line; std::getline(in, line);)
-        if (line.starts_with(name) && line.size() > name.size() && line[name.size()] == ':')
-            return std::stoull(line.substr(name.size() + 1)) * 1024;
-    return std::nullopt;
-}
-
-// A cgroup v2 file holding one number ("max" where unlimited).
-inline std::optional<std::uint64_t> cgroup_number(const char* path) {
-    std::ifstream in(path);
-    std::string word;
-    if (!(in >> word) || word == "max") return std::nullopt;
-    try {
-        return std::stoull(word);
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-}
-
-}  // namespace memory_detail
-
-// Bytes this process can still allocate, and where the number comes from;
-// nullopt where the system says nothing (not Linux).
-struct AvailableMemory {
-    std::uint64_t bytes = 0;
-    std::string source;
-};
-inline std::optional<AvailableMemory> available_memory() {
-    std::optional<AvailableMemory> out;
-    if (auto avail = memory_detail::meminfo_bytes("MemAvailable")) out = AvailableMemory{*avail, "MemAvailable"};
-    const auto limit = memory_detail::cgroup_number("/sys/fs/cgroup/memory.max");
-    const auto used = memory_detail::cgroup_number("/sys/fs/cgroup/memory.current");
-    if (limit && used) {
-        const std::uint64_t left = *limit > *used ? *limit - *used : 0;
-        if (!out || left < out->bytes) out = AvailableMemory{left, "the cgroup's memory.max less memory.current"};
-    }
-    return out;
-}
-
-// Throws when `uses` together exceed `limit` (or, unset, the memory available):
-// each use with its bytes and the option that lowers it, largest first.
-inline void check_memory(std::vector<MemoryUse> uses, const MemoryLimit& limit, std::string_view where) {
+// Throws when `uses` together exceed `limit` (or, unset, the memory `available`
+// to the runtime): each use with its bytes and the option that lowers it, largest first.
+inline void check_memory(std::vector<MemoryUse> uses, const MemoryLimit& limit, const std::optional<AvailableMemory>& available,
+                         std::string_view where) {
     std::uint64_t total = 0;
     for (const MemoryUse& u : uses) total += u.bytes;
     std::uint64_t allowed = 0;
@@ -94,9 +52,9 @@ inline void check_memory(std::vector<MemoryUse> uses, const MemoryLimit& limit, 
     if (limit.max_bytes) {
         allowed = *limit.max_bytes;
         source = "the limit set (MemoryLimit::max_bytes, generate's --max-memory)";
-    } else if (auto available = available_memory()) {
+    } else if (available) {
         allowed = available->bytes;
-        source = fmt::format("what this machine has available ({})", available->source);
+        source = fmt::format("what is available ({})", available->source);
     } else {
         return;
     }

@@ -29,7 +29,7 @@ public:
     // what does not fit and which option lowers it.
     Session(CausalLm& model, Runtime runtime, const CompileOptions& options = {}, MemoryLimit limit = {})
         : model_(model), limit_(limit) {
-        check_memory(resident_uses(), limit_, kWhere);
+        check_memory(resident_uses(), limit_, available_memory_of(runtime), kWhere);
         auto compiled = reporting_out_of_memory(kWhere, "compiling the model", [&] {
             return compile_with_report(*model_.graph, std::move(runtime), with_typical_workloads(options));
         });
@@ -45,7 +45,7 @@ public:
             arena = std::max(arena, runtime_.planned_bytes(full));
             std::vector<MemoryUse> uses = resident_uses();
             uses.push_back(arena_use(arena, "a 64-token prompt or a decode step"));
-            check_memory(std::move(uses), limit_, kWhere);
+            check_memory(std::move(uses), limit_, available_memory_of(runtime_), kWhere);
         }
     }
 
@@ -169,14 +169,14 @@ private:
             std::vector<MemoryUse> uses = resident_uses();
             uses.push_back(arena_use(arena, what));
             uses.back().lowered_by = "a shorter prompt (Session::forward in pieces)";
-            check_memory(std::move(uses), limit_, kWhere);
+            check_memory(std::move(uses), limit_, std::nullopt, kWhere);
         } else {  // the weights and caches are allocated already: what the machine has left must hold the rest
             const std::uint64_t held = runtime_.peak_bytes();
             if (arena > held)
                 check_memory({{fmt::format("the runtime's buffers for {}, beyond the {} held", what,
                                            format_bytes(held)),
                                arena - held, "a shorter prompt (Session::forward in pieces)", 0, ""}},
-                             limit_, kWhere);
+                             limit_, available_memory_of(runtime_), kWhere);
         }
     }
 
