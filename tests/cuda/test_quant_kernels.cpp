@@ -204,6 +204,7 @@ TEST_CASE("a Q4_K_M GGUF Llama with its blocks kept on the CUDA backend matches 
         CHECK(program.find("QuantizedMatmul Q4_K") != std::string::npos);
         CHECK(program.find("QuantizedMatmul Q6_K") != std::string::npos);
         CHECK(program.find("QuantizedGather Q6_K") != std::string::npos);
+        CHECK(program.find(options.q8_activations ? "activations q8" : "activations f32") != std::string::npos);
     };
     SUBCASE("f32 activations") {
         options.q8_activations = false;

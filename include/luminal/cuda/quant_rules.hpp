@@ -2,8 +2,9 @@
 // The rules that keep GGUF block formats quantized on CUDA, from the graph a
 // quantized model writes (Matmul(a, Dequantize(q)), Gather(Dequantize(q), idx)):
 //  * the product also as QuantizedMatmul reading the blocks (the decode GEMV
-//    of quant_gemv_kernel.hpp), with f32 activations and, where the weight
-//    allows it, with activations rounded to 8-bit blocks; the Dequantize
+//    of quant_gemv_kernel.hpp), with activations rounded to 8-bit blocks
+//    where the weight allows it, else f32 (not both: they move the same
+//    bytes, so the cost model could not tell them apart); the Dequantize
 //    itself stays an alternative (a device decode feeding cuBLASLt), which
 //    the cost model prefers for many rows, where the GEMV would stream the
 //    blocks once per token tile;
@@ -47,8 +48,8 @@ struct QuantGemvFromMatmul {
         const DequantizeOp deq = *deq_spec.payload_as<DequantizeOp>();
         ClassId children[] = {m.var<"a">(), m.var<"q">()};
         const ClassId root = m.root(g);
-        for (Activations act : {Activations::F32, Activations::Q8}) {
-            if ((act == Activations::Q8 && !deq.q8_activations) || !quant_detail::stageable(act, deq.cols)) continue;
+        const Activations act = deq.q8_activations ? Activations::Q8 : Activations::F32;
+        if (quant_detail::stageable(act, deq.cols)) {
             NodeSpec product = NodeSpec::backend(QuantizedMatmulOp{deq.format, deq.rows, deq.cols, act, WeightLayout::Blocks},
                                                  {gemm.views[0], deq_spec.views[0]}, gemm.shape, DType::F32);
             g.merge(root, add_spec(g, ctx, std::move(product), children));
