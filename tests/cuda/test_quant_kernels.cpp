@@ -6,11 +6,14 @@
 // transformers; and the decode plan of a Q4_K_M-shaped Llama-3.1-8B.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <luminal/cuda.hpp>
 #include <luminal/cuda/plan_report.hpp>
 #include <luminal/luminal.hpp>
+#include <luminal/nn/norm.hpp>
 #include <luminal/nn/step_floor.hpp>
 #include <random>
 #include <vector>
@@ -81,11 +84,12 @@ std::pair<std::vector<float>, std::vector<float>> printed_and_reference(Graph& g
     return {printed.get_f32(out), reference.get_f32(reference_out)};
 }
 
-void check_within(const std::vector<float>& got, const std::vector<float>& want, double tolerance) {
+// Each of `got` within `tolerance` of `want`, relative to the larger of it and `scale`.
+void check_within(const std::vector<float>& got, const std::vector<float>& want, double tolerance, double scale = 1.0) {
     REQUIRE(got.size() == want.size());
     for (std::size_t i = 0; i < got.size(); ++i) {
         CAPTURE(i);
-        REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(tolerance).scale(1.0));
+        REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(tolerance).scale(scale));
     }
 }
 
@@ -189,6 +193,65 @@ TEST_CASE("Matmul of a dequantized weight becomes the quantized GEMV; the device
             }
         }
     }
+}
+
+// The quantized GEMV takes cuda.Gemv's prologue and epilogues: an RMSNorm'd activation, gate and up (Q4_K) as
+// one launch over both weights with SiLU(gate) * up, the down product (Q8_0) with the residual add.
+TEST_CASE("the quantized decode GEMV: an RMSNorm prologue, Q4_K gate and up with SiLU(gate) * up in one launch, a "
+          "residual epilogue") {
+    constexpr std::int64_t kHidden = 256, kIntermediate = 96;  // one Q4_K super-block per row; three Q8_0 blocks
+    for (std::int64_t tokens : {1, 3})
+        for (bool q8 : {false, true}) {
+            CAPTURE(tokens);
+            CAPTURE(q8);
+            Graph g, r;
+            std::vector<std::vector<GraphTensor>> ins(2);
+            std::vector<GraphTensor> outs;
+            for (Graph* graph : {&g, &r}) {
+                auto& in = ins[graph == &g ? 0 : 1];
+                auto x = in.emplace_back(graph->named_tensor("x", {tokens, kHidden}));
+                auto norm_weight = in.emplace_back(graph->named_tensor("norm", {kHidden}));
+                // On the printed source the graph a quantized model writes; on the reference QuantizedMatmul's
+                // semantics (io's decoders, activations rounded by lowering's round_to_q8_blocks).
+                auto product = [&](GraphTensor a, const char* name, QuantFormat f, std::int64_t rows, std::int64_t cols) {
+                    auto blocks = in.emplace_back(graph->named_tensor(name, {quantized_bytes(f, rows, cols)}, DType::U8));
+                    if (graph == &r)
+                        return custom_op(QuantizedMatmulOp{f, rows, cols, q8 ? Activations::Q8 : Activations::F32, WeightLayout::Blocks},
+                                         {a, blocks});
+                    return a.matmul(custom_op(DequantizeOp{f, rows, cols, q8}, {blocks}).t());
+                };
+                auto h = nn::RmsNorm{norm_weight, 1e-5}(x);
+                auto gate = product(h, "gate", QuantFormat::Q4_K, kIntermediate, kHidden);
+                auto up = product(h, "up", QuantFormat::Q4_K, kIntermediate, kHidden);
+                outs.push_back((x + product(gate.silu() * up, "down", QuantFormat::Q8_0, kHidden, kIntermediate)).output());
+            }
+            auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, quant_compile_options());
+            const auto count = [&](std::string_view op) {
+                return std::count_if(printed.nodes().begin(), printed.nodes().end(),
+                                     [&](const ProgramNode& n) { return n.spec.op.payload && n.spec.op.payload->name() == op; });
+            };
+            // Gate and up as one, down with the residual; the norm computed inside the first.
+            REQUIRE_MESSAGE(count("cuda.Gemv") == 2, report.program.to_string());
+            CHECK_MESSAGE(count("cuda.Row") == 0, report.program.to_string());
+            luminal_test::NvrtcCoverage::get().compile(printed.plan());
+            auto reference = r.compile(ReferenceRuntime{}, quant_compile_options());
+            const std::vector<std::vector<std::byte>> data{
+                f32_bytes(random_activations(static_cast<std::size_t>(tokens * kHidden), 3)), f32_bytes(random_activations(kHidden, 4)),
+                random_blocks(QuantFormat::Q4_K, kIntermediate, kHidden, 5), random_blocks(QuantFormat::Q4_K, kIntermediate, kHidden, 6),
+                random_blocks(QuantFormat::Q8_0, kHidden, kIntermediate, 7)};
+            for (std::size_t i = 0; i < data.size(); ++i) {
+                printed.set_bytes(ins[0][i], data[i]);
+                reference.set_bytes(ins[1][i], data[i]);
+            }
+            printed.execute(g.dyn_map());
+            reference.execute(r.dyn_map());
+            const auto want = reference.get_f32(outs[1]);
+            // 8-bit activations: where the f32 sums differ a rounding step may fall the other way, moving a result
+            // by a step of its block (relative to the largest results, not to one that cancels).
+            double largest = 1;
+            for (float v : want) largest = std::max(largest, std::fabs(static_cast<double>(v)));
+            check_within(printed.get_f32(outs[0]), want, 1e-4, q8 ? largest : 1.0);
+        }
 }
 
 // tools/gen_gguf_q4_k_m_fixtures.py's Llama (Q4_K and Q6_K super-blocks, the Q6_K embedding doubling as the LM

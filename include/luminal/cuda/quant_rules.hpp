@@ -1,15 +1,16 @@
 #pragma once
 // The rules that keep GGUF block formats quantized on CUDA, from the graph a
 // quantized model writes (Matmul(a, Dequantize(q)), Gather(Dequantize(q), idx)):
-//  * the product also as QuantizedMatmul reading the blocks (the decode GEMV
-//    of quant_gemv_kernel.hpp), with activations rounded to 8-bit blocks
+//  * the product also as a quantized cuda.Gemv reading the blocks (the decode
+//    GEMV of quant_gemv_kernel.hpp, which gemv_rules.hpp then gives its
+//    RMSNorm prologue and epilogues), with activations rounded to 8-bit blocks
 //    where the weight allows it, else f32 (not both: they move the same
 //    bytes, so the cost model could not tell them apart); the Dequantize
 //    itself stays an alternative (a device decode feeding cuBLASLt), which
 //    the cost model prefers for many rows, where the GEMV would stream the
 //    blocks once per token tile;
 //  * the lookup as QuantizedGather, decoding only the rows it reads.
-#include "luminal/cuda/quant_gemv_kernel.hpp"
+#include "luminal/cuda/gemv_kernel.hpp"
 #include "luminal/egraph/rule_support.hpp"
 #include "luminal/lowering/quantized.hpp"
 
@@ -25,9 +26,7 @@ inline bool reads_whole_matrix(const ShapeTracker& view, const DequantizeOp& deq
 }
 
 // Whether a block's staged activation rows fit its shared memory for one token at least.
-inline bool stageable(Activations a, std::int64_t cols) {
-    return cuda::quant_activation_bytes(a, cols) <= 3 * cuda::kQuantGemvSharedBudget;
-}
+inline bool stageable(Activations a, std::int64_t cols) { return cuda::quant_staged_bytes(a, cols) <= 3 * cuda::kGemvSharedBudget; }
 
 }  // namespace quant_detail
 
@@ -50,8 +49,9 @@ struct QuantGemvFromMatmul {
         const ClassId root = m.root(g);
         const Activations act = deq.q8_activations ? Activations::Q8 : Activations::F32;
         if (quant_detail::stageable(act, deq.cols)) {
-            NodeSpec product = NodeSpec::backend(QuantizedMatmulOp{deq.format, deq.rows, deq.cols, act, WeightLayout::Blocks},
-                                                 {gemm.views[0], deq_spec.views[0]}, gemm.shape, DType::F32);
+            cuda::GemvOp gemv;
+            gemv.quant = QuantizedMatmulOp{deq.format, deq.rows, deq.cols, act, WeightLayout::Blocks};
+            NodeSpec product = NodeSpec::backend(gemv, {gemm.views[0], deq_spec.views[0]}, gemm.shape, DType::F32);
             g.merge(root, add_spec(g, ctx, std::move(product), children));
         }
     }
