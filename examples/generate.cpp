@@ -10,8 +10,10 @@
 //   TPOT: X ms          mean decode step, after one warm-up step
 //   RSS: X MB           resident memory after loading, after generating, and its peak (VmRSS, VmHWM)
 //   BENCH_RESULT {...}  the same numbers as JSON, with the prompt and generated ids
-// A GGUF file's Q8_0/Q4_0/Q4_1 matrices stay in their blocks (--dequantize: f32
-// at load instead); --activations f32 keeps their products exact.
+// A GGUF file's Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K matrices stay in their blocks,
+// on the CPU and on CUDA (--dequantize: f32 at load instead); --activations f32
+// keeps their products exact. --plan-only --plan-quant q4_k_m plans a model
+// with llama.cpp's Q4_K_M mix of formats.
 #include <CLI/CLI.hpp>
 #include <luminal/cuda.hpp>
 #include <luminal/luminal.hpp>
@@ -74,6 +76,7 @@ struct Args {
     bool dequantize = false;
     bool q8_activations = true;
     bool plan_only = false;
+    std::string plan_quant;  // --plan-only: the formats the planned model keeps its matrices in; empty: none
     std::int64_t cached = -1;  // -1: half the context
     std::int64_t new_tokens = 1;
     double bandwidth = luminal::cuda::DeviceSpec{}.bandwidth;
@@ -112,6 +115,31 @@ luminal::DType kv_dtype_of(const Args& args) {
     return args.kv_dtype.value_or(args.device == "cuda" ? luminal::DType::BF16 : luminal::DType::F32);
 }
 
+// Whether llama.cpp's Q4_K_M gives layer i of n its larger format (the first and
+// last eighth of the layers, and every third between).
+bool more_bits(std::int64_t i, std::int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// The format --plan-quant gives matrix `name`: "q4_k_m" is llama.cpp's mix (Q6_K for
+// the LM head and for v_proj and down_proj in more_bits layers, Q4_K elsewhere); a
+// format name (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k) is that format for every matrix.
+luminal::QuantFormat plan_format(const std::string& mix, const std::string& name, std::int64_t layers) {
+    using luminal::QuantFormat;
+    if (mix != "q4_k_m") {
+        for (QuantFormat f : luminal::kBlockQuantized) {
+            std::string lower(luminal::io::name_of(f));
+            std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+            if (lower == mix) return f;
+        }
+        throw luminal::Error("generate", fmt::format("--plan-quant {}: expected q4_k_m or a kept block format "
+                                                     "(q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k)", mix));
+    }
+    if (name == "lm_head.weight") return QuantFormat::Q6_K;
+    const std::string prefix = "model.layers.";
+    if (name.starts_with(prefix) && (name.ends_with("v_proj.weight") || name.ends_with("down_proj.weight")))
+        if (more_bits(std::stoll(name.substr(prefix.size())), layers)) return QuantFormat::Q6_K;
+    return QuantFormat::Q4_K;
+}
+
 // --plan-only: compiles the model for the CUDA backend, without a device or
 // weights, and prints the launches of one step of --new-tokens tokens after
 // --cached ones with their modelled cost against the memory floor.
@@ -123,7 +151,20 @@ int plan(const Args& args) {
     model_options.last_logits_only = true;
     model_options.kv_dtype = kv_dtype_of(args);
     model_options.sample_in_graph = true;
+    model_options.q8_activations = args.q8_activations;
+    if (!args.plan_quant.empty()) {
+        const auto layers = static_cast<std::int64_t>(config.layers.size());
+        const luminal::nn::CausalLm unquantized = luminal::nn::build_causal_lm(config, model_options);
+        for (const luminal::nn::Parameter& p : unquantized.parameters.parameters()) {
+            if (p.shape.size() != 2 || !p.stacked.empty() || !p.computed.empty()) continue;
+            const luminal::QuantFormat f = plan_format(args.plan_quant, p.name, layers);
+            if (p.shape[1] % luminal::block_elements(f) == 0) model_options.quantized.emplace(p.name, f);
+        }
+    }
     luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, model_options);
+    double weight_bytes = 0;
+    for (const luminal::nn::Parameter& p : model.parameters.parameters()) weight_bytes += luminal::nn::tensor_bytes(p.tensor);
+    std::printf("WEIGHTS: %.0f bytes on the device (%zu matrices kept as blocks)\n", weight_bytes, model_options.quantized.size());
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
@@ -174,8 +215,7 @@ int run(const Args& args, Runtime runtime) {
     luminal::nn::ModelOptions model_options;
     model_options.context = args.context;
     model_options.weight_dtype = args.weights;
-    // The CUDA kernels have no block formats yet: a GGUF file's matrices are dequantized for them.
-    if (!args.dequantize && args.device == "cpu") model_options.quantized = pretrained.quantized_weights();
+    if (!args.dequantize) model_options.quantized = pretrained.quantized_weights();
     model_options.q8_activations = args.q8_activations;
     model_options.last_logits_only = true;  // the sampler reads the last position only
     model_options.kv_dtype = kv_dtype_of(args);
@@ -318,6 +358,8 @@ int main(int argc, char** argv) {
     app.add_flag("--plan-only", args.plan_only,
                  "print the CUDA plan of one step (launches, bytes, modelled time against the memory floor); "
                  "needs no GPU and no weights");
+    app.add_option("--plan-quant", args.plan_quant,
+                   "--plan-only: keep the matrices quantized, as llama.cpp's q4_k_m mix or one format (q8_0, q4_k, ...)");
     app.add_option("--cached", args.cached, "--plan-only: tokens already in the KV cache (default: half the context)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--new-tokens", args.new_tokens, "--plan-only: tokens of the planned step")->check(CLI::PositiveNumber);

@@ -167,6 +167,12 @@ inline float* luminal_dynamic_shared() {
   return storage;
 }
 inline void __syncthreads() { luminal_shim::wait(luminal_shim::whole); }
+inline void __syncwarp(unsigned = 0xffffffffu) { luminal_shim::wait(luminal_shim::warps[threadIdx.x / 32]); }
+// The four signed byte products of a and b, plus c.
+inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i) c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+  return c;
+}
 template <typename T>
 T __shfl_xor_sync(unsigned, T value, int lane_mask) {
   static_assert(sizeof(T) <= sizeof(unsigned long long));

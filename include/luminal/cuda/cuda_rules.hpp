@@ -8,6 +8,7 @@
 #include "luminal/cuda/attention_rules.hpp"
 #include "luminal/cuda/blas_matmul_op.hpp"
 #include "luminal/cuda/gemv_rules.hpp"
+#include "luminal/cuda/quant_rules.hpp"
 #include "luminal/cuda/write_at_rules.hpp"
 #include "luminal/cuda/reduce_op.hpp"
 #include "luminal/cuda/row_fusion.hpp"
@@ -116,6 +117,6 @@ using CudaRules = concat_t<CoreRules, LoweringRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
                                    RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>,
-                           GemvRules, RegionRules, RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax>>;
+                           GemvRules, QuantRules, RegionRules, RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax>>;
 
 }  // namespace luminal::egraph

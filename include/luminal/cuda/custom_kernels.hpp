@@ -4,6 +4,7 @@
 #include <span>
 
 #include "luminal/cuda/attention_kernel.hpp"
+#include "luminal/cuda/dequantize_kernel.hpp"
 #include "luminal/cuda/gemv_kernel.hpp"
 #include "luminal/cuda/sample_kernel.hpp"
 
@@ -14,6 +15,15 @@ inline std::shared_ptr<const CustomKernel> custom_kernel_for(const NodeSpec& spe
     if (const auto* gemv = spec.payload_as<GemvOp>()) return gemv_kernel(spec, *gemv, dtypes, node);
     if (const auto* attention = spec.payload_as<AttentionOp>()) return attention_kernel(spec, *attention, dtypes, node);
     if (const auto* sample = spec.payload_as<SampleTokenOp>()) return sample_kernel(spec, *sample, dtypes, node);
+    if (const auto* product = spec.payload_as<QuantizedMatmulOp>()) {
+        GemvOp gemv;
+        gemv.quant = *product;
+        return gemv_kernel(spec, gemv, dtypes, node);
+    }
+    if (const auto* deq = spec.payload_as<DequantizeOp>())
+        return dequantize_kernel(spec, deq->format, deq->rows, deq->cols, false, dtypes, node);
+    if (const auto* lookup = spec.payload_as<QuantizedGatherOp>())
+        return dequantize_kernel(spec, lookup->format, lookup->rows, lookup->cols, true, dtypes, node);
     return nullptr;
 }
 

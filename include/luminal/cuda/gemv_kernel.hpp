@@ -10,13 +10,15 @@
 // of each row in flight per lane, every weight read once per token tile; the
 // warp's sums meet in a butterfly and one lane per output runs the epilogue.
 // The grid is at most two blocks per SM, each taking row groups in turn, so
-// the activation rows are made by few blocks.
+// the activation rows are made by few blocks. With GemvOp::quant the weights
+// are ggml blocks, walked as quant_gemv_kernel.hpp describes.
 #include <algorithm>
 #include <memory>
 
 #include "luminal/cuda/custom_kernel.hpp"
 #include "luminal/cuda/gemv_op.hpp"
 #include "luminal/cuda/kernel_lowering.hpp"
+#include "luminal/cuda/quant_gemv_kernel.hpp"
 
 namespace luminal::cuda {
 
@@ -34,12 +36,17 @@ struct GemvKernel final : CustomKernel {
     Body epilogue;                       // at element t * N + n; StageValue j reads acc_j
     Expression tokens, rows, depth;      // S, N, K
     GemvLayout layout;
+    std::optional<QuantizedMatmulOp> quant;  // the weights' blocks, as GemvOp::quant
     int tile_tokens = 1;
     std::uint32_t node = 0;
 
     std::string source() const override;  // gemv_source.hpp
     std::string_view entry() const override { return "luminal_gemv"; }
     int vector_width(std::size_t w) const { return static_cast<int>(16 / size_of(inputs[weight_inputs[w]])); }
+    std::string quant_walk_source() const;  // quant_gemv_source.hpp
+    std::size_t staged_bytes(std::int64_t k) const {
+        return quant ? quant_staged_bytes(quant->activations, k) : static_cast<std::size_t>(k) * sizeof(float);
+    }
 
     KernelGeometry geometry(const DynMap& dims, int multiprocessors) const override {
         KernelGeometry g;
@@ -48,7 +55,8 @@ struct GemvKernel final : CustomKernel {
         g.units = blocks;
         g.grid = tokens.eval(dims) == 0 || n == 0 ? 0u : static_cast<unsigned>(std::min<std::int64_t>(blocks, 2 * multiprocessors));
         g.block = kThreadsPerBlock;
-        g.shared_bytes = static_cast<std::size_t>(tile_tokens) * static_cast<std::size_t>(depth.eval(dims)) * sizeof(float);
+        g.shared_bytes = static_cast<std::size_t>(tile_tokens) * staged_bytes(depth.eval(dims)) +
+                         (quant ? static_cast<std::size_t>(kGemvWarps * kQuantGemvStageBytes) : 0);
         return g;
     }
 
@@ -63,10 +71,12 @@ struct GemvKernel final : CustomKernel {
         w.block = static_cast<int>(g.block);
         w.shared_bytes = g.shared_bytes;
         const double tiles = std::ceil(s / tile_tokens);
+        // Elements of the weight as its buffer stores them: bytes of blocks, or values.
+        const double stored = quant ? static_cast<double>(quantized_bytes(quant->format, quant->rows, quant->cols)) : n * k;
         for (std::size_t j = 0; j < weight_inputs.size(); ++j) {
-            add_read(w, sources[weight_inputs[j]], n * k, device);
+            add_read(w, sources[weight_inputs[j]], stored, device);
             (from_l2(sources[weight_inputs[j]], device) ? w.l2_rereads : w.dram_read) +=
-                (tiles - 1) * n * k * static_cast<double>(size_of(sources[weight_inputs[j]].dtype));
+                (tiles - 1) * stored * static_cast<double>(size_of(sources[weight_inputs[j]].dtype));
         }
         BodyTally activation_reads, epilogue_reads;
         tally(activation, s * k, dims, false, activation_reads);
@@ -79,9 +89,12 @@ struct GemvKernel final : CustomKernel {
         }
         for (std::size_t i = 0; i < epilogue_reads.elements.size(); ++i) add_read(w, sources[i], epilogue_reads.elements[i], device);
         add_write(w, s * n * static_cast<double>(size_of(out)), device);
-        w.dram_in_flight = static_cast<double>(weight_inputs.size() * layout.rows * layout.unroll) * 16.0;
+        w.dram_in_flight = quant ? 16.0 * kQuantGemvLoads : static_cast<double>(weight_inputs.size() * layout.rows * layout.unroll) * 16.0;
         w.l2_in_flight = 16;
-        w.flops = 2 * s * n * k * static_cast<double>(weight_inputs.size());
+        // Quantized, per weight element: a quarter of a 4-byte integer dot product per token and a share of the
+        // unpacking, or a decode and an FMA per token.
+        const double per_element = !quant ? 2 * s : quant->activations == Activations::Q8 ? 0.5 + 0.5 * s : 3 + 2 * s;
+        w.flops = per_element * n * k * static_cast<double>(weight_inputs.size());
         return w;
     }
 
@@ -103,11 +116,25 @@ struct GemvKernel final : CustomKernel {
                     stage_values[j].copy_element(0, stage_bodies[j].result(), 0);
                 }
             }
+            std::vector<double> row(static_cast<std::size_t>(k));
             for (std::int64_t e = 0; e < k; ++e) {
                 element.run(t * k + e);
-                a.store_double(static_cast<std::size_t>(t * k + e), element.result().as_double(0));
+                row[static_cast<std::size_t>(e)] = element.result().as_double(0);
             }
+            if (quant && quant->activations == Activations::Q8) round_to_q8_blocks(row);
+            for (std::int64_t e = 0; e < k; ++e) a.store_double(static_cast<std::size_t>(t * k + e), row[static_cast<std::size_t>(e)]);
         }
+        // Quantized weights decoded with io's decoders (the source decodes each group as they do).
+        std::vector<std::vector<float>> decoded;
+        if (quant)
+            for (std::uint16_t input : weight_inputs) {
+                const HostBuffer& blocks = *b.inputs[input];
+                std::vector<std::byte> bytes(blocks.size());
+                for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(static_cast<std::uint8_t>(blocks.as_double(i)));
+                quantized_detail::check_blocks(quant->format, n, k, static_cast<std::int64_t>(bytes.size()), "cuda QuantizedMatmul", node);
+                std::vector<float>& values = decoded.emplace_back(static_cast<std::size_t>(n * k));
+                io::dequantize_blocks(quant->format, bytes, values);
+            }
         std::vector<HostBuffer> accumulators(weight_inputs.size(), HostBuffer(DType::F32, 1));
         std::vector<Expression> row_start;
         for (const ShapeTracker& v : weight_views) row_start.push_back(v.index_expression().bind(b.dims));
@@ -115,6 +142,14 @@ struct GemvKernel final : CustomKernel {
         for (std::int64_t t = 0; t < s; ++t)
             for (std::int64_t o = 0; o < n; ++o) {
                 for (std::size_t j = 0; j < weight_inputs.size(); ++j) {
+                    if (quant) {
+                        float acc = 0;
+                        for (std::int64_t e = 0; e < k; ++e)
+                            acc = std::fma(static_cast<float>(a.as_double(static_cast<std::size_t>(t * k + e))),
+                                           decoded[j][static_cast<std::size_t>(o * k + e)], acc);
+                        accumulators[j].store_double(0, acc);
+                        continue;
+                    }
                     const HostBuffer& weight = *b.inputs[weight_inputs[j]];
                     const std::int64_t at = row_start[j].eval(b.dims, o * k);
                     check(at >= 0 && at + k <= static_cast<std::int64_t>(weight.size()), "cuda kernel",
@@ -140,14 +175,25 @@ inline std::shared_ptr<const GemvKernel> gemv_kernel(const NodeSpec& spec, const
     k->out = spec.dtype;
     k->node = node;
     k->layout = op.layout;
+    k->quant = op.quant;
     const ShapeTracker& first_weight = spec.views[op.activation_inputs];
-    k->rows = first_weight.dim(0);
-    k->depth = first_weight.dim(1);
+    if (op.quant) {
+        for (std::uint16_t j = 0; j < op.weights; ++j)
+            check(op.quant->layout == WeightLayout::Blocks && dtypes[op.activation_inputs + j] == DType::U8 &&
+                      spec.views[op.activation_inputs + j].is_contiguous(),
+                  "cuda QuantizedMatmul", "node {}: CUDA reads the contiguous blocks as stored (u8), got {}", node,
+                  name_of(dtypes[op.activation_inputs + j]));
+        k->rows = op.quant->rows;
+        k->depth = op.quant->cols;
+    } else {
+        k->rows = first_weight.dim(0);
+        k->depth = first_weight.dim(1);
+    }
     k->tokens = 1;
     for (std::size_t a = 0; a + 1 < spec.shape.size(); ++a) k->tokens = k->tokens * spec.shape[a];
     const auto depth = k->depth.as_constant();
-    k->tile_tokens = static_cast<int>(std::clamp<std::int64_t>(
-        static_cast<std::int64_t>(kGemvSharedBudget / (sizeof(float) * static_cast<std::size_t>(std::max<std::int64_t>(depth.value_or(1), 1)))), 1, 8));
+    k->tile_tokens = static_cast<int>(std::clamp<std::size_t>(
+        kGemvSharedBudget / std::max<std::size_t>(k->staged_bytes(std::max<std::int64_t>(depth.value_or(1), 1)), 1), 1, 8));
     if (op.prologue) {
         k->prologue = true;
         NodeSpec rows = spec;

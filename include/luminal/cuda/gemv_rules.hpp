@@ -39,11 +39,13 @@ inline bool streamable_weight(const ShapeTracker& w, DType dtype) {
 inline bool same_activation(const EGraph& g, const NodeSpec& a, ENodeId a_node, const NodeSpec& b, ENodeId b_node) {
     const auto& x = *a.payload_as<cuda::GemvOp>();
     const auto& y = *b.payload_as<cuda::GemvOp>();
-    if (!(x.prologue == y.prologue) || x.activation_inputs != y.activation_inputs || !(x.layout == y.layout)) return false;
+    if (!(x.prologue == y.prologue) || x.activation_inputs != y.activation_inputs || !(x.layout == y.layout) || !(x.quant == y.quant))
+        return false;
     const auto xs = g.children(a_node), ys = g.children(b_node);
     for (std::size_t i = 0; i < x.activation_inputs; ++i)
         if (g.find(xs[i]) != g.find(ys[i]) || !(a.views[i] == b.views[i])) return false;
-    return a.views[x.activation_inputs].dim(1) == b.views[y.activation_inputs].dim(1);
+    // Quantized weights of one format and shape (compared above) fuse; others by their row length.
+    return x.quant || a.views[x.activation_inputs].dim(1) == b.views[y.activation_inputs].dim(1);
 }
 
 // Whether class c is a 16-bit tensor widened to f32: its Matmul also reads it as

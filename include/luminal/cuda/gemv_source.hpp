@@ -7,6 +7,7 @@
 #include <string>
 
 #include "luminal/cuda/gemv_kernel.hpp"
+#include "luminal/cuda/quant_blocks_source.hpp"
 #include "luminal/cuda/row_kernel_source.hpp"
 
 namespace luminal::cuda {
@@ -63,9 +64,18 @@ inline std::string GemvKernel::source() const {
     for (const ExpressionPrinter& p : printed.printers) used.push_back(&p);
     for (const ExpressionPrinter& p : row_printers) used.push_back(&p);
 
-    std::string code = std::string(kKernelPrelude) + std::string(kGemvPrelude);
+    std::string code = std::string(kKernelPrelude) + std::string(kGemvPrelude) + (quant ? std::string(kQuantPrelude) : std::string());
     code += signature(entry(), out, inputs) + " {\n" + dim_declarations(used) + sizes;
-    code += "  float* const activation = luminal_dynamic_shared();\n  __shared__ float partial_f[32];\n  __shared__ i64 partial_i[32];\n";
+    // Quantized, the warps' chunk stages come first in dynamic shared memory (static shared memory is
+    // 48 KiB for all the members of a launch group).
+    code += fmt::format("  float* const activation = luminal_dynamic_shared() + {};\n  __shared__ float partial_f[32];\n"
+                        "  __shared__ i64 partial_i[32];\n",
+                        quant ? kGemvWarps * kQuantGemvStageBytes / 4 : 0);
+    const bool q8 = quant && quant->activations == Activations::Q8;
+    if (q8)  // the 8-bit blocks after the f32 rows: quants, then each group's scale and quant sum
+        code += fmt::format("  signed char* const quants = (signed char*)(activation + {0} * {1});\n"
+                            "  float* const scales = (float*)(quants + {0} * {1});\n  int* const sums = (int*)(scales + {0} * {2});\n",
+                            tile, k, quant->cols / kQuantBlock);
     code += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (int)(blockDim.x >> 5);\n";
     code += fmt::format("  for (i64 t0 = 0; t0 < {0}; t0 += {1}) {{\n    const int tile = (int)({0} - t0 < {1} ? {0} - t0 : {1});\n"
                         "    __syncthreads();\n    for (int t = 0; t < tile; ++t) {{\n    const i64 base = (t0 + t) * {2};\n",
@@ -74,39 +84,52 @@ inline std::string GemvKernel::source() const {
     code += fmt::format("    for (i64 r = threadIdx.x; r < {0}; r += blockDim.x) {{\n    const i64 z = base + r;\n{1}"
                         "    activation[(i64)t * {0} + r] = v{2};\n    }}\n    }}\n    __syncthreads();\n",
                         k, activation_code, activation.steps.size() - 1);
+    if (q8)
+        code += fmt::format("    for (i64 g = threadIdx.x; g < (i64)tile * {0}; g += blockDim.x) {{\n"
+                            "      const float* const x = activation + g * 32;\n      float amax = 0.0f;\n"
+                            "      for (int l = 0; l < 32; ++l) amax = fmaxf(amax, fabsf(x[l]));\n"
+                            "      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;\n      int sum = 0;\n"
+                            "      for (int l = 0; l < 32; ++l) {{\n      const int q = (int)roundf(x[l] * id);\n"
+                            "      quants[g * 32 + l] = (signed char)q;\n      sum += q;\n      }}\n"
+                            "      scales[g] = d;\n      sums[g] = sum;\n    }}\n    __syncthreads();\n",
+                            quant->cols / kQuantBlock);
     code += fmt::format("    for (i64 g = (i64)blockIdx.x * warps + warp; g * {0} < {1}; g += (i64)gridDim.x * warps) {{\n",
                         rows_per_warp, n);
     code += fmt::format("      float acc[{}][{}][{}];\n", m, rows_per_warp, tile);
-    code += fmt::format("      const {}* row[{}][{}];\n", storage_type(weight_type), m, rows_per_warp);
-    code += fmt::format("      #pragma unroll\n      for (int r = 0; r < {0}; ++r) {{\n      const i64 n = g * {0} + r;\n"
-                        "      const i64 wz = (n < {1} ? n : 0) * {2};\n",
-                        rows_per_warp, n, k);
-    for (std::size_t j = 0; j < m; ++j) {
-        code += row_decls[j];
-        code += fmt::format("      row[{}][r] = in{} + {};\n      for (int t = 0; t < {}; ++t) acc[{}][r][t] = 0.0f;\n", j,
-                            weight_inputs[j], row_starts[j], tile, j);
+    if (quant) {
+        code += quant_walk_source();
+    } else {
+        code += fmt::format("      const {}* row[{}][{}];\n", storage_type(weight_type), m, rows_per_warp);
+        code += fmt::format("      #pragma unroll\n      for (int r = 0; r < {0}; ++r) {{\n      const i64 n = g * {0} + r;\n"
+                            "      const i64 wz = (n < {1} ? n : 0) * {2};\n",
+                            rows_per_warp, n, k);
+        for (std::size_t j = 0; j < m; ++j) {
+            code += row_decls[j];
+            code += fmt::format("      row[{}][r] = in{} + {};\n      for (int t = 0; t < {}; ++t) acc[{}][r][t] = 0.0f;\n", j,
+                                weight_inputs[j], row_starts[j], tile, j);
+        }
+        code += "      }\n";
+        code += fmt::format("      for (i64 k0 = (i64)lane * {0}; k0 < {1}; k0 += {2}LL) {{\n", v, k, 32 * v * unroll);
+        code += fmt::format("        uint4 w[{}][{}][{}];\n", m, rows_per_warp, unroll);
+        code += fmt::format("        #pragma unroll\n        for (int u = 0; u < {0}; ++u) {{\n        const i64 k = k0 + (i64)u * {1};\n"
+                            "        #pragma unroll\n        for (int r = 0; r < {2}; ++r) {{\n        const bool live = k < {3} && g * {2} + r < {4};\n",
+                            unroll, 32 * v, rows_per_warp, k, n);
+        for (std::size_t j = 0; j < m; ++j)
+            code += fmt::format("        w[{0}][r][u] = live ? *reinterpret_cast<const uint4*>(row[{0}][r] + k) : uint4{{0u, 0u, 0u, 0u}};\n", j);
+        code += "        }\n        }\n";
+        code += fmt::format("        #pragma unroll\n        for (int u = 0; u < {0}; ++u) {{\n        const i64 k = k0 + (i64)u * {1};\n"
+                            "        if (k >= {2}) break;\n        #pragma unroll\n        for (int t = 0; t < {3}; ++t) {{\n"
+                            "        if (t >= tile) break;\n        const float4* a = reinterpret_cast<const float4*>(activation + (i64)t * {2} + k);\n",
+                            unroll, 32 * v, k, tile);
+        if (v == 8) code += "        const float4 lo = a[0], hi = a[1];\n";
+        else code += "        const float4 lo = a[0];\n";
+        code += fmt::format("        #pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", rows_per_warp);
+        const std::string dot = weight_type == DType::BF16 ? "luminal_dot_bf16" : weight_type == DType::F16 ? "luminal_dot_f16" : "luminal_dot_f32";
+        for (std::size_t j = 0; j < m; ++j)
+            code += v == 8 ? fmt::format("        acc[{0}][r][t] = {1}(w[{0}][r][u], lo, hi, acc[{0}][r][t]);\n", j, dot)
+                           : fmt::format("        acc[{0}][r][t] = {1}(w[{0}][r][u], lo, acc[{0}][r][t]);\n", j, dot);
+        code += "        }\n        }\n        }\n      }\n";
     }
-    code += "      }\n";
-    code += fmt::format("      for (i64 k0 = (i64)lane * {0}; k0 < {1}; k0 += {2}LL) {{\n", v, k, 32 * v * unroll);
-    code += fmt::format("        uint4 w[{}][{}][{}];\n", m, rows_per_warp, unroll);
-    code += fmt::format("        #pragma unroll\n        for (int u = 0; u < {0}; ++u) {{\n        const i64 k = k0 + (i64)u * {1};\n"
-                        "        #pragma unroll\n        for (int r = 0; r < {2}; ++r) {{\n        const bool live = k < {3} && g * {2} + r < {4};\n",
-                        unroll, 32 * v, rows_per_warp, k, n);
-    for (std::size_t j = 0; j < m; ++j)
-        code += fmt::format("        w[{0}][r][u] = live ? *reinterpret_cast<const uint4*>(row[{0}][r] + k) : uint4{{0u, 0u, 0u, 0u}};\n", j);
-    code += "        }\n        }\n";
-    code += fmt::format("        #pragma unroll\n        for (int u = 0; u < {0}; ++u) {{\n        const i64 k = k0 + (i64)u * {1};\n"
-                        "        if (k >= {2}) break;\n        #pragma unroll\n        for (int t = 0; t < {3}; ++t) {{\n"
-                        "        if (t >= tile) break;\n        const float4* a = reinterpret_cast<const float4*>(activation + (i64)t * {2} + k);\n",
-                        unroll, 32 * v, k, tile);
-    if (v == 8) code += "        const float4 lo = a[0], hi = a[1];\n";
-    else code += "        const float4 lo = a[0];\n";
-    code += fmt::format("        #pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", rows_per_warp);
-    const std::string dot = weight_type == DType::BF16 ? "luminal_dot_bf16" : weight_type == DType::F16 ? "luminal_dot_f16" : "luminal_dot_f32";
-    for (std::size_t j = 0; j < m; ++j)
-        code += v == 8 ? fmt::format("        acc[{0}][r][t] = {1}(w[{0}][r][u], lo, hi, acc[{0}][r][t]);\n", j, dot)
-                       : fmt::format("        acc[{0}][r][t] = {1}(w[{0}][r][u], lo, acc[{0}][r][t]);\n", j, dot);
-    code += "        }\n        }\n        }\n      }\n";
     code += fmt::format("      #pragma unroll\n      for (int r = 0; r < {}; ++r)\n      #pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n",
                         rows_per_warp, tile);
     for (std::size_t j = 0; j < m; ++j)
@@ -125,3 +148,5 @@ inline std::string GemvKernel::source() const {
 }
 
 }  // namespace luminal::cuda
+
+#include "luminal/cuda/quant_gemv_source.hpp"

@@ -12,6 +12,7 @@
 
 #include "luminal/cuda/attention_source.hpp"
 #include "luminal/cuda/gemv_source.hpp"
+#include "luminal/cuda/quant_blocks_source.hpp"
 #include "luminal/cuda/sample_kernel.hpp"
 #include "luminal/egraph/cost_model.hpp"
 #include "luminal/graph/program.hpp"
@@ -99,13 +100,13 @@ inline Program schedule_for_groups(const Program& program) {
 inline std::string group_source(const std::vector<std::pair<std::string, std::string_view>>& members) {
     using namespace group_detail;
     std::string preludes = std::string(kKernelPrelude), functions, parameters_text, dispatch;
-    for (std::string_view prelude : {kGemvPrelude, kAttentionPrelude, kSamplePrelude})
+    for (std::string_view prelude : {kGemvPrelude, kQuantPrelude, kAttentionPrelude, kSamplePrelude})
         if (std::any_of(members.begin(), members.end(), [&](const auto& m) { return m.first.find(prelude) != std::string::npos; }))
             preludes += std::string(prelude);
     for (std::size_t i = 0; i < members.size(); ++i) {
         const auto& [source, entry] = members[i];
         std::string text = source;
-        for (std::string_view prelude : {kKernelPrelude, kGemvPrelude, kAttentionPrelude, kSamplePrelude})
+        for (std::string_view prelude : {kKernelPrelude, kGemvPrelude, kQuantPrelude, kAttentionPrelude, kSamplePrelude})
             if (auto at = text.find(prelude); at != std::string::npos) text.erase(at, prelude.size());
         const std::vector<std::string> params = parameters(source, entry);
         replace_all(text, fmt::format("extern \"C\" __global__ void {}(", entry),
