@@ -39,9 +39,7 @@ std::vector<std::byte> random_weight() {
 }
 
 template <QuantFormat F>
-void BM_Product(benchmark::State& state) {
-    const bool interleaved = state.range(0) != 0;
-    const std::int64_t m = state.range(1);
+void product(benchmark::State& state, bool interleaved, std::int64_t m) {
     const q::Isa isa = q::best_isa();
     const std::vector<std::byte> blocks = random_weight<F>();
     std::vector<std::byte> repacked(blocks.size());
@@ -64,21 +62,24 @@ void BM_Product(benchmark::State& state) {
     state.SetLabel(q::name_of(isa));
 }
 
-#define LUMINAL_LAYOUT_BENCHMARKS(F)                                                                 \
-    BENCHMARK(BM_Product<QuantFormat::F>)->Name("BM_" #F "_blocks_m1")->Args({0, 1})->Unit(benchmark::kMicrosecond);       \
-    BENCHMARK(BM_Product<QuantFormat::F>)->Name("BM_" #F "_interleaved_m1")->Args({1, 1})->Unit(benchmark::kMicrosecond);  \
-    BENCHMARK(BM_Product<QuantFormat::F>)->Name("BM_" #F "_blocks_m64")->Args({0, 64})->Unit(benchmark::kMillisecond);     \
-    BENCHMARK(BM_Product<QuantFormat::F>)->Name("BM_" #F "_interleaved_m64")->Args({1, 64})->Unit(benchmark::kMillisecond);
-
-LUMINAL_LAYOUT_BENCHMARKS(Q4_K)
-LUMINAL_LAYOUT_BENCHMARKS(Q6_K)
-LUMINAL_LAYOUT_BENCHMARKS(Q4_0)
-
 }  // namespace
+
+template <QuantFormat F>
+void register_format(std::vector<std::pair<std::string, std::string>>& pairs) {
+    for (std::int64_t m : {1, 64}) {
+        const std::string suffix = std::string(luminal::io::name_of(F)) + "_m" + std::to_string(m);
+        for (bool interleaved : {false, true})
+            benchmark::RegisterBenchmark(("BM_" + std::string(interleaved ? "interleaved_" : "blocks_") + suffix).c_str(),
+                                         [=](benchmark::State& state) { product<F>(state, interleaved, m); })
+                ->Unit(benchmark::kMicrosecond);
+        pairs.emplace_back("BM_interleaved_" + suffix, "BM_blocks_" + suffix);
+    }
+}
 
 int main(int argc, char** argv) {
     std::vector<std::pair<std::string, std::string>> pairs;
-    for (std::string f : {"Q4_K", "Q6_K", "Q4_0"})
-        for (std::string m : {"m1", "m64"}) pairs.emplace_back("BM_" + f + "_interleaved_" + m, "BM_" + f + "_blocks_" + m);
+    register_format<QuantFormat::Q4_K>(pairs);
+    register_format<QuantFormat::Q6_K>(pairs);
+    register_format<QuantFormat::Q4_0>(pairs);
     return luminal_bench::run_with_ratios(argc, argv, pairs);
 }

@@ -16,9 +16,10 @@ namespace {
 
 const std::filesystem::path kCacheModels = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models";
 
-// Largest |logit difference| the fixtures allow for a cache of `dtype`: measured on
-// them as 2.5e-4 (f16) and 2.2e-3 (bf16), with a margin of 4x.
-double cache_tolerance(luminal::DType dtype) { return dtype == luminal::DType::F16 ? 1e-3 : 1e-2; }
+// Largest |logit difference| the fixtures allow for a cache of `dtype` (logits of
+// size ~1-10; the keys and values rounded to f16's 2^-11 or bf16's 2^-8 relative
+// step): measured on them at 2.3e-3 (f16) and 1.8e-2 (bf16), allowed with a margin of 2x.
+double cache_tolerance(luminal::DType dtype) { return dtype == luminal::DType::F16 ? 5e-3 : 4e-2; }
 
 // Prefill then two greedy decode steps with a cache of `dtype`: all logits, in order.
 std::vector<float> logits_with_cache(const std::string& family, luminal::DType dtype, std::string* program = nullptr) {
