@@ -174,24 +174,34 @@ LUMINAL_AVX2 inline __m256 f16_lanes(const std::byte* p) {
 }
 LUMINAL_AVX2 inline __m256i vector_at(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
+// v >> bits per 16-bit lane, the count an immediate (a shift by a register count
+// is slower, and a shift by 0 is skipped).
+LUMINAL_AVX2 inline __m256i shifted_right(__m256i v, int bits) {
+    switch (bits) {
+        case 2: return _mm256_srli_epi16(v, 2);
+        case 4: return _mm256_srli_epi16(v, 4);
+        case 6: return _mm256_srli_epi16(v, 6);
+        default: return v;
+    }
+}
+
 // Group g's 8 quant vectors (vector j: elements 4j..4j+3 of each row), values 0..15 or 0..63.
 template <QuantFormat F>
 LUMINAL_AVX2 inline void k_group_vectors(const std::byte* tile, int g, __m256i* w) {
     using namespace k_tile;
     const __m256i nibble = _mm256_set1_epi8(0x0F);
     if constexpr (F == QuantFormat::Q4_K) {
-        const __m128i shift = _mm_cvtsi32_si128(4 * (g % 2));
-        for (int j = 0; j < 8; ++j)
-            w[j] = _mm256_and_si256(_mm256_srl_epi16(vector_at(tile + q4_quants + 32 * (8 * (g / 2) + j)), shift), nibble);
+        const std::byte* chunk = tile + q4_quants + 32 * 8 * (g / 2);
+        for (int j = 0; j < 8; ++j) w[j] = _mm256_and_si256(shifted_right(vector_at(chunk + 32 * j), 4 * (g % 2)), nibble);
     } else {
         const int half = g / 4, quarter = g % 4;
-        const __m128i low_shift = _mm_cvtsi32_si128(4 * (quarter / 2)), high_shift = _mm_cvtsi32_si128(2 * quarter);
+        const std::byte* low = tile + q6_low + 32 * (16 * half + 8 * (quarter % 2));
+        const std::byte* high = tile + q6_high + 32 * 8 * half;
         const __m256i two_bits = _mm256_set1_epi8(0x03);
         for (int j = 0; j < 8; ++j) {
-            const __m256i low = vector_at(tile + q6_low + 32 * (16 * half + 8 * (quarter % 2) + j));
-            const __m256i high = vector_at(tile + q6_high + 32 * (8 * half + j));
-            w[j] = _mm256_or_si256(_mm256_and_si256(_mm256_srl_epi16(low, low_shift), nibble),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(high, high_shift), two_bits), 4));
+            const __m256i low_bits = _mm256_and_si256(shifted_right(vector_at(low + 32 * j), 4 * (quarter / 2)), nibble);
+            const __m256i high_bits = _mm256_and_si256(shifted_right(vector_at(high + 32 * j), 2 * quarter), two_bits);
+            w[j] = _mm256_or_si256(low_bits, _mm256_slli_epi16(high_bits, 4));
         }
     }
 }
