@@ -385,87 +385,101 @@ TEST_CASE("Q8 block products of rows longer than a group of 8 blocks match float
 namespace {
 
 // y = QuantizedMatmul(x, blocks) with Q8 activations in `layout`, built directly
-// (compiling Matmul(x, Dequantize) would let the cost model pick the layout).
-QuantizedProduct layout_product(QuantFormat f, std::int64_t m, luminal::WeightLayout layout) {
+// (compiling Matmul(x, Dequantize) would let the cost model pick the layout), of the
+// fixture's first `rows` weight rows (blocks are stored row after row).
+QuantizedProduct layout_product(QuantFormat f, std::int64_t m, luminal::WeightLayout layout, std::int64_t rows = kRows) {
     auto cx = std::make_unique<luminal::Graph>();
     const std::int64_t cols = cols_of(f);
     auto x = cx->tensor({m, cols});
-    auto blocks = cx->named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
-    auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, kRows, cols, luminal::Activations::Q8, layout}, {x, blocks})
+    auto blocks = cx->named_tensor("blocks", {luminal::quantized_bytes(f, rows, cols)}, luminal::DType::U8);
+    auto y = luminal::custom_op(luminal::QuantizedMatmulOp{f, rows, cols, luminal::Activations::Q8, layout}, {x, blocks})
                  .output();
     return {std::move(cx), x, blocks, y};
 }
 
-std::vector<float> run_layout(QuantFormat f, std::int64_t m, luminal::WeightLayout layout, luminal::CpuRuntime runtime,
-                              std::string* program = nullptr) {
-    QuantizedProduct p = layout_product(f, m, layout);
-    return run_product(p, std::move(runtime), f, m, program);
+// The fixture's product with Q8 activations: m rows, the first `rows` columns.
+std::vector<float> q8_product_fixture(QuantFormat f, std::int64_t m, std::int64_t rows) {
+    const auto all = quant_fixture().values(fixture_name(f, "q8"));
+    std::vector<float> out;
+    for (std::int64_t i = 0; i < m; ++i) out.insert(out.end(), all.begin() + i * kRows, all.begin() + i * kRows + rows);
+    return out;
 }
-
-constexpr QuantFormat kInterleavedFormats[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1,
-                                               QuantFormat::Q5_0, QuantFormat::Q5_1};
 
 }  // namespace
 
 TEST_CASE("products of weights repacked with 8 rows interleaved match the gguf package's, as the block kernels do") {
-    // Every layout on every instruction set and thread count, 1 to 13 activation rows
-    // (the 4-, 2- and 1-row tiles), against the fixture's float64 products of the
-    // gguf package's dequantized weights and rounded activations.
-    for (QuantFormat f : kInterleavedFormats)
-        for (luminal::WeightLayout layout : {luminal::WeightLayout::Blocks, luminal::WeightLayout::Interleaved8})
-            for (std::int64_t m : {std::int64_t{1}, std::int64_t{7}, kActivationRows})
-                for (Isa isa : isas_here())
-                    for (std::size_t threads : {1, 3}) {
-                        CAPTURE(luminal::io::name_of(f));
-                        CAPTURE(static_cast<int>(layout));
-                        CAPTURE(m);
-                        CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
-                        CAPTURE(threads);
-                        std::string program;
-                        const auto got = run_layout(f, m, layout, luminal::CpuRuntime(luminal::CpuOptions{threads, isa}),
-                                                    &program);
-                        CHECK((program.find("interleaved8") != std::string::npos) ==
-                              (layout == luminal::WeightLayout::Interleaved8));
-                        check_close(got, first_rows(quant_fixture().values(fixture_name(f, "q8")), m, kRows));
-                    }
+    // Every format and layout on every instruction set and thread count, 1 to 13 activation
+    // rows (the 4-, 2- and 1-row tiles), 40 weight rows and 37 (four groups of 8, then 5
+    // rows as blocks), against the fixture's float64 products of the gguf package's
+    // dequantized weights and rounded activations. Rows are 96 long (three blocks, not a
+    // multiple of 256) or, for Q4_K and Q6_K, 512 (two super-blocks).
+    for (QuantFormat f : kFormats)
+        for (std::int64_t rows : {kRows, std::int64_t{37}})
+            for (luminal::WeightLayout layout : {luminal::WeightLayout::Blocks, luminal::WeightLayout::Interleaved8})
+                for (std::int64_t m : {std::int64_t{1}, std::int64_t{7}, kActivationRows})
+                    for (Isa isa : isas_here())
+                        for (std::size_t threads : {1, 3}) {
+                            CAPTURE(luminal::io::name_of(f));
+                            CAPTURE(rows);
+                            CAPTURE(static_cast<int>(layout));
+                            CAPTURE(m);
+                            CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
+                            CAPTURE(threads);
+                            QuantizedProduct p = layout_product(f, m, layout, rows);
+                            std::string program;
+                            luminal::CompileOptions options;
+                            options.verbosity = 0;
+                            auto [rt, report] = luminal::compile_with_report(
+                                *p.cx, luminal::CpuRuntime(luminal::CpuOptions{threads, isa}), options);
+                            CHECK((report.program.to_string().find("interleaved8") != std::string::npos) ==
+                                  (layout == luminal::WeightLayout::Interleaved8));
+                            rt.set_data(p.x, first_rows(quant_fixture().values(activations_of(f)), m, cols_of(f)));
+                            rt.set_bytes(p.blocks, quant_fixture().blocks(f).first(
+                                                       static_cast<std::size_t>(luminal::quantized_bytes(f, rows, cols_of(f)))));
+                            rt.execute(p.cx->dyn_map());
+                            check_close(rt.get_f32(p.y), q8_product_fixture(f, m, rows));
+                        }
 }
 
-TEST_CASE("the cost model picks interleaved rows for 8-bit products of the 32-element formats, blocks for the K formats") {
+TEST_CASE("the cost model picks interleaved rows for 8-bit products of every format") {
     for (QuantFormat f : kFormats) {
         CAPTURE(luminal::io::name_of(f));
         QuantizedProduct p = quantized_product(f, 5, true);
         std::string program;
         run_product(p, luminal::CpuRuntime{}, f, 5, &program);
-        CHECK((program.find("interleaved8") != std::string::npos) == (luminal::block_elements(f) == 32));
+        CHECK(program.find("interleaved8") != std::string::npos);
     }
 }
 
 TEST_CASE("a table read by an interleaved product and a lookup: the lookup decodes the repacked copy exactly") {
-    for (QuantFormat f : kInterleavedFormats) {
-        CAPTURE(luminal::io::name_of(f));
-        luminal::Graph cx;
-        const std::int64_t cols = cols_of(f);
-        auto ids = cx.tensor({4}, luminal::DType::I32);
-        auto x = cx.tensor({3, cols});
-        auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(f, kRows, cols)}, luminal::DType::U8);
-        luminal::GraphTensor table = luminal::custom_op(luminal::DequantizeOp{f, kRows, cols, true}, {blocks});
-        auto looked_up = table.index_select(0, ids).output();
-        auto y = x.matmul(table.t()).output();
-        luminal::CompileOptions options;
-        options.verbosity = 0;
-        auto [rt, report] = luminal::compile_with_report(cx, luminal::CpuRuntime{}, options);
-        const std::string program = report.program.to_string();
-        CHECK(program.find("interleaved8") != std::string::npos);
-        CHECK(program.find("QuantizedGather") != std::string::npos);
-        const std::vector<std::int32_t> picked{7, 0, 39, 8};
-        rt.set_data(ids, picked);
-        rt.set_data(x, first_rows(quant_fixture().values(activations_of(f)), 3, cols));
-        rt.set_bytes(blocks, quant_fixture().blocks(f));
-        rt.execute(cx.dyn_map());
-        const std::vector<float> want = dequantized_rows(f, picked);
-        CHECK(rt.get_f32(looked_up) == want);
-        check_close(rt.get_f32(y), first_rows(quant_fixture().values(fixture_name(f, "q8")), 3, kRows));
-    }
+    // 40 rows, and 37 (rows 32..36 after the last whole group stay as blocks).
+    for (QuantFormat f : kFormats)
+        for (std::int64_t rows : {kRows, std::int64_t{37}}) {
+            CAPTURE(luminal::io::name_of(f));
+            CAPTURE(rows);
+            luminal::Graph cx;
+            const std::int64_t cols = cols_of(f), bytes = luminal::quantized_bytes(f, rows, cols);
+            auto ids = cx.tensor({4}, luminal::DType::I32);
+            auto x = cx.tensor({3, cols});
+            auto blocks = cx.named_tensor("blocks", {bytes}, luminal::DType::U8);
+            luminal::GraphTensor table = luminal::custom_op(luminal::DequantizeOp{f, rows, cols, true}, {blocks});
+            auto looked_up = table.index_select(0, ids).output();
+            auto y = x.matmul(table.t()).output();
+            luminal::CompileOptions options;
+            options.verbosity = 0;
+            auto [rt, report] = luminal::compile_with_report(cx, luminal::CpuRuntime{}, options);
+            const std::string program = report.program.to_string();
+            CHECK(program.find("interleaved8") != std::string::npos);
+            CHECK(program.find("QuantizedGather") != std::string::npos);
+            const std::vector<std::int32_t> picked{7, 0, static_cast<std::int32_t>(rows - 1), 33};
+            rt.set_data(ids, picked);
+            rt.set_data(x, first_rows(quant_fixture().values(activations_of(f)), 3, cols));
+            rt.set_bytes(blocks, quant_fixture().blocks(f).first(static_cast<std::size_t>(bytes)));
+            rt.execute(cx.dyn_map());
+            const std::vector<float> want = dequantized_rows(f, picked);
+            CHECK(rt.get_f32(looked_up) == want);
+            check_close(rt.get_f32(y), q8_product_fixture(f, 3, rows));
+        }
 }
 
 TEST_CASE("pack_tile and unpack_tile are inverse, and the repacked tile is not the file's bytes") {
@@ -480,22 +494,29 @@ TEST_CASE("pack_tile and unpack_tile are inverse, and the repacked tile is not t
         CHECK(back == blocks);
         CHECK(tile != blocks);
         // Row 3's scale is the tile's fourth f16; its first quant bytes start vector 0's lane 3.
-        CHECK(std::memcmp(tile.data() + 6, blocks.data() + 3 * q::block_bytes<F>, 2) == 0);
-        CHECK(std::memcmp(tile.data() + q::tile_quants_offset<F> + 12,
-                          blocks.data() + 3 * q::block_bytes<F> + q::quants_offset<F>, 4) == 0);
+        constexpr bool q6_k = F == QuantFormat::Q6_K;
+        const std::byte* row3 = blocks.data() + 3 * q::block_bytes<F>;
+        CHECK(std::memcmp(tile.data() + 6, row3 + (q6_k ? 208 : 0), 2) == 0);
+        const std::int64_t tile_quants = F == QuantFormat::Q4_K ? q::k_tile::q4_quants
+                                         : q6_k                 ? q::k_tile::q6_low
+                                                                : q::tile_quants_offset<F>;
+        const std::int64_t row_quants = F == QuantFormat::Q4_K ? 16 : q6_k ? 0 : q::quants_offset<F>;
+        CHECK(std::memcmp(tile.data() + tile_quants + 12, row3 + row_quants, 4) == 0);
     };
     check_format.operator()<QuantFormat::Q8_0>();
     check_format.operator()<QuantFormat::Q4_0>();
     check_format.operator()<QuantFormat::Q4_1>();
     check_format.operator()<QuantFormat::Q5_0>();
     check_format.operator()<QuantFormat::Q5_1>();
+    check_format.operator()<QuantFormat::Q4_K>();
+    check_format.operator()<QuantFormat::Q6_K>();
 }
 
 TEST_CASE("a repacked weight whose copy was freed is restored for a program kept from another (as the search does)") {
     // set_bytes copies the blocks; once repacked for the interleaved product nothing reads
     // the copy, which is freed. A program then loaded with InputBinding::Keep that reads the
     // blocks as stored gets them back, decoded from the repacked copy.
-    for (QuantFormat f : kInterleavedFormats) {
+    for (QuantFormat f : kFormats) {
         CAPTURE(luminal::io::name_of(f));
         QuantizedProduct interleaved = layout_product(f, 3, luminal::WeightLayout::Interleaved8);
         QuantizedProduct blocks = layout_product(f, 3, luminal::WeightLayout::Blocks);

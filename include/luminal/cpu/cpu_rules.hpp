@@ -1,7 +1,7 @@
 #pragma once
 // The CPU backend's rules: the core rules, the backend-neutral lowering, and
 // what is the CPU's own: products and lookups of block-quantized weights read
-// the blocks.
+// the blocks; products read a 16-bit KV cache as stored.
 #include "luminal/egraph/core_rules.hpp"
 #include "luminal/lowering/quantized.hpp"
 #include "luminal/lowering/rules.hpp"
@@ -17,7 +17,56 @@ inline bool reads_matrix(const ShapeTracker& view, const DequantizeOp& deq) {
            dims[1] == Expression(deq.cols);
 }
 
+// Whether the CPU repacks a weight of format f with 8 rows interleaved: every
+// format it has kernels for, any row count of at least one group (the rows
+// after the last whole group stay as blocks; cpu/quant_interleaved.hpp).
+inline bool cpu_interleaves(QuantFormat f, std::int64_t rows) {
+    switch (f) {
+        case QuantFormat::Q8_0: case QuantFormat::Q4_0: case QuantFormat::Q4_1: case QuantFormat::Q5_0:
+        case QuantFormat::Q5_1: case QuantFormat::Q4_K: case QuantFormat::Q6_K: return rows >= 8;
+        default: return false;
+    }
+}
+
+// Whether `view` reads element i of its producer's buffer as its own element i
+// for every i it has: base and offsets 0, row-major strides of its own dims,
+// and no padding; a prefix of the outer axis (the KV cache's positions
+// 0 .. p+s-1, whose valid window still says the capacity) is such a view.
+inline bool reads_prefix_in_order(const ShapeTracker& view) {
+    if (view.base() != Expression(0)) return false;
+    const ShapeTracker plain(view.dims());
+    for (std::size_t i = 0; i < view.rank(); ++i) {
+        const ShapeTracker::Axis& a = view.axes()[i];
+        const bool valid = view.axis_fully_valid(i) ||
+                           (a.valid_lo == Expression(0) && min(a.size, a.valid_hi) == a.size);
+        if (a.stride != plain.axes()[i].stride || a.offset != Expression(0) || !valid) return false;
+    }
+    return true;
+}
+
 }  // namespace detail
+
+// Matmul(a, Cast(b)) where the Cast widens a 16-bit b that it reads as a prefix
+// in order (the attention's read of a 16-bit KV cache): the Matmul reads b's
+// buffer through its own view instead, and the CPU's Matmul widens 16-bit
+// operands as it multiplies (cpu/matmul.hpp), so the cache is not copied to
+// f32 in a pass of its own. The backend-neutral rule (lowering/rules.hpp) takes
+// only a Cast of the whole buffer.
+struct MatmulReadsNarrowPrefix {
+    static constexpr std::string_view name = "cpu.matmul-reads-narrow-prefix";
+    using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, Var<"a">, As<"cast", Pat<sym(OpKind::Cast), Var<"b">>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& cast = ctx.spec(g, m.node<"cast">());
+        const DType stored = ctx.facts(g, m.var<"b">()).dtype;
+        return cast.dtype == DType::F32 && (stored == DType::BF16 || stored == DType::F16) && !reads_whole(cast, 0) &&
+               cast.views[0].dims() == cast.shape && detail::reads_prefix_in_order(cast.views[0]);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        NodeSpec gemm = ctx.spec(g, m.node<"gemm">());
+        ClassId children[] = {m.var<"a">(), m.var<"b">()};
+        g.merge(m.root(g), add_spec(g, ctx, std::move(gemm), children));
+    }
+};
 
 // Matmul(a, Dequantize(q)) with the weight read whole as b [rows, cols]: a
 // QuantizedMatmul that reads the blocks, with f32 activations, and (when the
@@ -43,7 +92,7 @@ struct MatmulOfDequantized {
             for (WeightLayout layout : {WeightLayout::Blocks, WeightLayout::Interleaved8}) {
                 if (act == Activations::Q8 && !deq.q8_activations) continue;
                 // The interleaved kernels take 8-bit activations; the exact path reads the blocks.
-                if (layout == WeightLayout::Interleaved8 && (act != Activations::Q8 || !can_interleave(deq.format, deq.rows)))
+                if (layout == WeightLayout::Interleaved8 && (act != Activations::Q8 || !detail::cpu_interleaves(deq.format, deq.rows)))
                     continue;
                 NodeSpec product = NodeSpec::backend(QuantizedMatmulOp{deq.format, deq.rows, deq.cols, act, layout},
                                                      {gemm.views[0], blocks}, gemm.shape, DType::F32);
@@ -73,6 +122,6 @@ struct GatherOfDequantized {
     }
 };
 
-using CpuRules = concat_t<CoreRules, LoweringRules, RuleSet<MatmulOfDequantized, GatherOfDequantized>>;
+using CpuRules = concat_t<CoreRules, LoweringRules, RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix>>;
 
 }  // namespace luminal::egraph

@@ -426,7 +426,8 @@ private:
     }
 
     // A block-quantized weight that Interleaved8 products read is repacked once
-    // per binding (at the next execution); products of that layout and lookups
+    // per binding (when bound, or at the next execution for a weight kept from
+    // another program); products of that layout and lookups
     // then read the repacked copy. Where nothing else reads the file's blocks,
     // their mapped pages are handed back (they are re-read from the file if
     // ever touched again) and a copy of them is freed, so memory stays at the
@@ -499,11 +500,18 @@ private:
 
     // Rebinding a carried input leaves its output readable: after execute()
     // the output's values are in the input's buffer, which the output keeps.
+    // A weight that interleaved products read is repacked here, when it is bound
+    // (the model's load), not in the first execution (the prompt's time).
     void bind_input(std::uint32_t index, InputData in) {
         for (auto [output, input] : carried_)
             if (input == index && computed_[output] && inputs_[index])
                 outputs_[output] = std::move(inputs_[index]->buffer);
         inputs_[index] = std::move(in);
+        // Blocks that do not fit the matrix are left to execute(), whose Error names the sizes.
+        const auto& w = interleaved_[index];
+        if (w && w->cols % block_elements(w->format) == 0 &&
+            inputs_[index]->count == quantized_bytes(w->format, w->rows, w->cols))
+            interleave_input(index);
     }
 
     std::vector<DType> source_dtypes(const ProgramNode& node) const {

@@ -5,9 +5,10 @@
 // the other layout); other strides are packed into a contiguous temporary.
 // Batch axes are looped (a stride of 0 broadcasts a batch). f16 / bf16
 // operands, and padded views, are converted to contiguous f32 first and the
-// result rounded to the node dtype, except that a B with contiguous 16-bit
-// rows times at most kWideningMaxRows rows of A is read in place and widened
-// on the fly; integers use a wrapping triple loop.
+// result rounded to the node dtype, except that a 16-bit B with contiguous
+// rows (attention's keys, a weight) or contiguous columns (attention's values)
+// times at most kWideningMaxRows rows of A is read in place and widened on the
+// fly; integers use a wrapping triple loop.
 // GCC 12 warns, falsely, that the AVX-512 intrinsics Eigen uses under
 // -march=native may read uninitialised values (GCC bug 105593); the intrinsics
 // header is included here first so that the warning is off where it points.
@@ -178,6 +179,36 @@ void widening_product(const Slice& a, const std::uint16_t* b, std::int64_t n, st
     }
 }
 
+// dst[0..n) = src[0..n) widened to f32.
+template <DType D>
+inline void widen_row(const std::uint16_t* src, std::int64_t n, float* dst) {
+    std::int64_t j = 0;
+#ifdef __F16C__
+    if constexpr (D == DType::F16)
+        for (; j + 8 <= n; j += 8)
+            _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j))));
+#endif
+    for (; j < n; ++j) dst[j] = widen<D>(src[j]);
+}
+
+// out[i, j] = sum_q a[i, q] * b[j, q] for a 16-bit float B whose columns are
+// contiguous (b[j, q] at q * b_k_stride + j: a value cache read as [d, positions]):
+// each of B's k rows of n is widened once and added, times a[i, q], to out's row i.
+template <DType D>
+void widening_columns_product(const Slice& a, const std::uint16_t* b, std::int64_t n, std::int64_t b_k_stride,
+                              float* out, std::vector<float>& row) {
+    row.resize(static_cast<std::size_t>(n));
+    std::fill(out, out + a.rows * n, 0.0f);
+    for (std::int64_t q = 0; q < a.cols; ++q) {
+        widen_row<D>(b + q * b_k_stride, n, row.data());
+        for (std::int64_t i = 0; i < a.rows; ++i) {
+            const float x = a.data[i * a.rs + q * a.cs];
+            float* o = out + i * n;
+            for (std::int64_t j = 0; j < n; ++j) o[j] += x * row[j];
+        }
+    }
+}
+
 }  // namespace matmul_detail
 
 inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_view, DType b_dtype,
@@ -191,11 +222,14 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     const std::byte *a_data = nullptr, *b_data = nullptr;
     BoundAxes A = floats ? operand_axes(a_view, dims, a_dtype, a_src, a_dtype != DType::F32, scratch.a, a_data)
                          : operand_axes(a_view, dims, a_dtype, a_src, true, scratch.ia, a_data);
-    // A 16-bit float B with contiguous rows times a few rows of A is read as
-    // stored (the decode step's weight matrices); otherwise B is copied to f32.
+    // A 16-bit float B with contiguous rows or columns times a few rows of A is
+    // read as stored (the decode step's weight matrices and KV cache); otherwise
+    // B is copied to f32.
     const BoundAxes b_bound(b_view, dims);
-    const bool widening = floats && (b_dtype == DType::BF16 || b_dtype == DType::F16) && !b_bound.padded &&
-                          b_bound.axes[rank - 1].stride == 1 && A.axes[rank - 2].size <= kWideningMaxRows;
+    const bool narrow_b = floats && (b_dtype == DType::BF16 || b_dtype == DType::F16) && !b_bound.padded &&
+                          A.axes[rank - 2].size <= kWideningMaxRows;
+    const bool widening_columns = narrow_b && b_bound.axes[rank - 1].stride != 1 && b_bound.axes[rank - 2].stride == 1;
+    const bool widening = narrow_b && (b_bound.axes[rank - 1].stride == 1 || widening_columns);
     BoundAxes B = widening ? b_bound
                   : floats ? operand_axes(b_view, dims, b_dtype, b_src, b_dtype != DType::F32, scratch.b, b_data)
                            : operand_axes(b_view, dims, b_dtype, b_src, true, scratch.ib, b_data);
@@ -228,7 +262,14 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     for (std::int64_t bi = 0; bi < batches; ++bi) {
         std::int64_t pa = A.base, pb = B.base;
         for (std::size_t i = 0; i + 2 < rank; ++i) pa += c[i] * A.axes[i].stride, pb += c[i] * B.axes[i].stride;
-        if (widening) {
+        if (widening_columns) {
+            auto* af = reinterpret_cast<const float*>(a_data);
+            auto* b16 = reinterpret_cast<const std::uint16_t*>(b_data) + pb;
+            const Slice a_slice{af + pa, m, k, am.stride, ak.stride};
+            if (b_dtype == DType::BF16)
+                widening_columns_product<DType::BF16>(a_slice, b16, n, bk.stride, fout + bi * m * n, scratch.pack_b);
+            else widening_columns_product<DType::F16>(a_slice, b16, n, bk.stride, fout + bi * m * n, scratch.pack_b);
+        } else if (widening) {
             auto* af = reinterpret_cast<const float*>(a_data);
             auto* b16 = reinterpret_cast<const std::uint16_t*>(b_data) + pb;
             Slice rows{af + pa, m, k, am.stride, 1};

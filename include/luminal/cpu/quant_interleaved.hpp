@@ -1,6 +1,7 @@
 #pragma once
 // Weights of the 32-element block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1)
-// repacked at load with 8 rows interleaved, so that one vector instruction
+// repacked at load with 8 rows interleaved (the K formats' tiles and
+// kernels: quant_interleaved_k.hpp), so that one vector instruction
 // works on 8 weight rows: a 256-bit register holds 4 quants of each of the 8
 // rows, an activation's 4 int8 are broadcast to all lanes, and vpdpbusd (or
 // vpmaddubsw + vpmaddwd on AVX2) leaves each row's dot product in its own
@@ -8,7 +9,8 @@
 // leave in one store: no horizontal sums. A tile of 4 activation rows reuses
 // each weight register 4 times (the GEMM shape of a prompt).
 //
-// Layout: row group g (rows 8g .. 8g+7) at g * 8 * row_bytes; in it, block
+// Layout: row group g (rows 8g .. 8g+7) at g * 8 * row_bytes; rows after the
+// last whole group stay as the file has them, at the same offsets; in a group, block
 // column b is a tile of 8 * block_bytes at b * 8 * block_bytes (the same bytes
 // as the file's 8 blocks, so memory stays at the file's size):
 //   d[8]  f16 scales, row r at 2r
@@ -23,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include "luminal/cpu/quant_interleaved_k.hpp"
 #include "luminal/cpu/quant_isa.hpp"
 #include "luminal/cpu/quant_scalar.hpp"
 
@@ -50,6 +53,7 @@ constexpr int fifth_bit_position(int e) {
 // The 8 blocks at blocks + r * block_bytes (rows 0..7, one block column) as a tile.
 template <QuantFormat F>
 inline void pack_tile(const std::byte* blocks, std::byte* tile) {
+    if constexpr (is_k_format<F>) return pack_k_tile<F>(blocks, tile);
     constexpr std::int64_t bb = block_bytes<F>;
     for (int r = 0; r < kInterleave; ++r) {
         const std::byte* block = blocks + r * bb;
@@ -69,6 +73,7 @@ inline void pack_tile(const std::byte* blocks, std::byte* tile) {
 // The inverse of pack_tile.
 template <QuantFormat F>
 inline void unpack_tile(const std::byte* tile, std::byte* blocks) {
+    if constexpr (is_k_format<F>) return unpack_k_tile<F>(tile, blocks);
     constexpr std::int64_t bb = block_bytes<F>;
     for (int r = 0; r < kInterleave; ++r) {
         std::byte* block = blocks + r * bb;
@@ -196,12 +201,20 @@ LUMINAL_VNNI inline __m256i dot_add_vnni(__m256i acc, __m256i w, __m256i x) {
 template <QuantFormat F, int R>
 LUMINAL_AVX2 void interleaved_rows_avx2(const std::byte* group, const Q8Rows& x, std::int64_t i0, float* out,
                                         std::int64_t out_stride) {
-    LUMINAL_INTERLEAVED_ROWS_BODY(dot_add_avx2)
+    if constexpr (is_k_format<F>) {
+        k_interleaved_rows_avx2<F, R>(group, x, i0, out, out_stride);
+    } else {
+        LUMINAL_INTERLEAVED_ROWS_BODY(dot_add_avx2)
+    }
 }
 template <QuantFormat F, int R>
 LUMINAL_VNNI void interleaved_rows_vnni(const std::byte* group, const Q8Rows& x, std::int64_t i0, float* out,
                                         std::int64_t out_stride) {
-    LUMINAL_INTERLEAVED_ROWS_BODY(dot_add_vnni)
+    if constexpr (is_k_format<F>) {
+        k_interleaved_rows_vnni<F, R>(group, x, i0, out, out_stride);
+    } else {
+        LUMINAL_INTERLEAVED_ROWS_BODY(dot_add_vnni)
+    }
 }
 #undef LUMINAL_INTERLEAVED_ROWS_BODY
 
@@ -218,8 +231,9 @@ LUMINAL_VNNI void interleaved_product_vnni(const ProductTask& t, const Q8Rows& x
 #endif
 
 // The product with Q8 activations of repacked weight rows [j_begin, j_end)
-// (multiples of 8; t.weight the repacked matrix, t.row_bytes a row's bytes)
-// on `isa`; the portable path unpacks each row group and runs the block kernel.
+// (multiples of 8, whole groups; t.weight the repacked matrix, t.row_bytes a row's
+// bytes) on `isa`; the portable path unpacks each row group and runs the block kernel.
+// Interleaved Q6_K needs x.half_sums (sum_halves).
 template <QuantFormat F>
 void interleaved_q8_product(Isa isa, const ProductTask& t, const Q8Rows& x) {
 #ifdef LUMINAL_QUANT_X86

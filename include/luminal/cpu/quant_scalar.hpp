@@ -35,6 +35,7 @@ struct Q8Rows {
     std::int64_t rows = 0, blocks = 0;
     std::vector<float> scale, sum;
     std::vector<std::int8_t> q;
+    std::vector<std::int32_t> half_sums;  // each 16 quants' sum; filled only for interleaved Q6_K (sum_halves)
     const std::int8_t* quants(std::int64_t row, std::int64_t block) const {
         return q.data() + (row * blocks + block) * kQuantBlock;
     }

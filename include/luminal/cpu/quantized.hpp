@@ -9,7 +9,9 @@
 //    rows are decoded to f32 (in cache) and multiplied by the f32 GEMM;
 //  * QuantizedGather decodes the blocks holding the gathered elements;
 //  * Dequantize decodes everything (only when no product reads the blocks).
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "luminal/lowering/quantized.hpp"
@@ -91,15 +93,15 @@ inline void quantized_matmul(const QuantizedMatmulOp& op, DType a_dtype, const s
             quant::size_rows(m, k, scratch.rows);
             pool.parallel_for(m, 8, [&](std::int64_t i0, std::int64_t i1) { quant::quantize_rows(isa, a, k, k, i0, i1, scratch.rows); });
             if (op.layout == WeightLayout::Interleaved8) {
-                if constexpr (quant::is_k_format<F>) {
-                    throw Error(std::string(op.name), fmt::format("node {}: {} has no interleaved layout", node,
-                                                                  io::name_of(F)));
-                } else {
-                    constexpr std::int64_t g = quant::kInterleave;
-                    pool.parallel_for(n / g, kRowGrain / g, [&](std::int64_t g0, std::int64_t g1) {
-                        quant::interleaved_q8_product<F>(isa, task(g0 * g, g1 * g), scratch.rows);
-                    });
-                }
+                if constexpr (F == QuantFormat::Q6_K) quant::sum_halves(scratch.rows);
+                // Whole groups of 8 rows repacked, then the rows after them as blocks.
+                constexpr std::int64_t g = quant::kInterleave;
+                const std::int64_t groups = n / g, units = groups + (n % g ? 1 : 0);
+                pool.parallel_for(units, kRowGrain / g, [&](std::int64_t u0, std::int64_t u1) {
+                    const std::int64_t whole = std::min(u1, groups);
+                    if (u0 < whole) quant::interleaved_q8_product<F>(isa, task(u0 * g, whole * g), scratch.rows);
+                    if (u1 > groups) quant::q8_product<F>(isa, task(groups * g, n), scratch.rows);
+                });
             } else {
                 pool.parallel_for(n, kRowGrain, [&](std::int64_t j0, std::int64_t j1) {
                     quant::q8_product<F>(isa, task(j0, j1), scratch.rows);
@@ -142,15 +144,13 @@ inline void quantized_gather(const QuantizedGatherOp& op, const std::byte* block
         // Block `index` (row-major) as the file stores it.
         std::byte unpacked[quant::kInterleave * quant::block_bytes<F>];
         auto block_at = [&](std::int64_t index) -> const std::byte* {
-            if constexpr (!quant::is_k_format<F>) {
-                if (interleaved) {
-                    const std::int64_t per_row = op.cols / block, row = index / per_row, column = index % per_row;
-                    const std::int64_t tile = (row / quant::kInterleave) * per_row + column;
-                    quant::unpack_tile<F>(blocks + tile * quant::kInterleave * quant::block_bytes<F>, unpacked);
-                    return unpacked + (row % quant::kInterleave) * quant::block_bytes<F>;
-                }
+            const std::int64_t per_row = op.cols / block, row = index / per_row, column = index % per_row;
+            if (interleaved && row < op.rows / quant::kInterleave * quant::kInterleave) {
+                const std::int64_t tile = (row / quant::kInterleave) * per_row + column;
+                quant::unpack_tile<F>(blocks + tile * quant::kInterleave * quant::block_bytes<F>, unpacked);
+                return unpacked + (row % quant::kInterleave) * quant::block_bytes<F>;
             }
-            return blocks + index * quant::block_bytes<F>;
+            return blocks + index * quant::block_bytes<F>;  // the rows after the last group stay as blocks
         };
         std::int64_t decoded_block = -1;
         for (std::int64_t i = 0; i < n; ++i) {
@@ -166,19 +166,17 @@ inline void quantized_gather(const QuantizedGatherOp& op, const std::byte* block
     });
 }
 
-// The file's [rows, cols] blocks of format f repacked with 8 rows interleaved into `out`.
+// The file's [rows, cols] blocks of format f repacked with 8 rows interleaved
+// into `out`; the rows after the last whole group are copied as they are.
 inline void interleave_weight(QuantFormat f, std::int64_t rows, std::int64_t cols, const std::byte* blocks,
                               std::byte* out, ThreadPool& pool) {
     quant::with_format(f, [&]<QuantFormat F>() {
-        if constexpr (quant::is_k_format<F>) {
-            throw Error("QuantizedMatmul", fmt::format("{} has no interleaved layout", io::name_of(F)));
-        } else {
-            check(rows % quant::kInterleave == 0, "QuantizedMatmul", "a {} weight of {} rows cannot interleave 8 rows",
-                  io::name_of(F), rows);
-            pool.parallel_for(rows / quant::kInterleave, 16, [&](std::int64_t g0, std::int64_t g1) {
-                quant::interleave_groups<F>(blocks, cols, g0, g1, out);
-            });
-        }
+        const std::int64_t row_bytes = quantized_bytes(F, 1, cols), whole = rows / quant::kInterleave;
+        pool.parallel_for(whole, 16, [&](std::int64_t g0, std::int64_t g1) {
+            quant::interleave_groups<F>(blocks, cols, g0, g1, out);
+        });
+        const std::int64_t tail = whole * quant::kInterleave * row_bytes;
+        std::memcpy(out + tail, blocks + tail, static_cast<std::size_t>(rows * row_bytes - tail));
     });
 }
 
@@ -186,13 +184,14 @@ inline void interleave_weight(QuantFormat f, std::int64_t rows, std::int64_t col
 inline void deinterleave_weight(QuantFormat f, std::int64_t rows, std::int64_t cols, const std::byte* interleaved,
                                 std::byte* blocks, ThreadPool& pool) {
     quant::with_format(f, [&]<QuantFormat F>() {
-        if constexpr (!quant::is_k_format<F>) {
-            const std::int64_t group_bytes = quant::kInterleave * quantized_bytes(F, 1, cols);
-            pool.parallel_for(rows / quant::kInterleave, 16, [&](std::int64_t g0, std::int64_t g1) {
-                for (std::int64_t g = g0; g < g1; ++g)
-                    quant::deinterleave_group<F>(interleaved + g * group_bytes, cols, blocks + g * group_bytes);
-            });
-        }
+        const std::int64_t row_bytes = quantized_bytes(F, 1, cols), whole = rows / quant::kInterleave;
+        const std::int64_t group_bytes = quant::kInterleave * row_bytes;
+        pool.parallel_for(whole, 16, [&](std::int64_t g0, std::int64_t g1) {
+            for (std::int64_t g = g0; g < g1; ++g)
+                quant::deinterleave_group<F>(interleaved + g * group_bytes, cols, blocks + g * group_bytes);
+        });
+        const std::int64_t tail = whole * group_bytes;
+        std::memcpy(blocks + tail, interleaved + tail, static_cast<std::size_t>(rows * row_bytes - tail));
     });
 }
 
