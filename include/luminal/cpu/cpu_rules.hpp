@@ -17,17 +17,6 @@ inline bool reads_matrix(const ShapeTracker& view, const DequantizeOp& deq) {
            dims[1] == Expression(deq.cols);
 }
 
-// Whether the CPU repacks a weight of format f with 8 rows interleaved: every
-// format it has kernels for, any row count of at least one group (the rows
-// after the last whole group stay as blocks; cpu/quant_interleaved.hpp).
-inline bool cpu_interleaves(QuantFormat f, std::int64_t rows) {
-    switch (f) {
-        case QuantFormat::Q8_0: case QuantFormat::Q4_0: case QuantFormat::Q4_1: case QuantFormat::Q5_0:
-        case QuantFormat::Q5_1: case QuantFormat::Q4_K: case QuantFormat::Q6_K: return rows >= 8;
-        default: return false;
-    }
-}
-
 // Whether `view` reads element i of its producer's buffer as its own element i
 // for every i it has: base and offsets 0, row-major strides of its own dims,
 // and no padding; a prefix of the outer axis (the KV cache's positions
@@ -92,7 +81,7 @@ struct MatmulOfDequantized {
             for (WeightLayout layout : {WeightLayout::Blocks, WeightLayout::Interleaved8}) {
                 if (act == Activations::Q8 && !deq.q8_activations) continue;
                 // The interleaved kernels take 8-bit activations; the exact path reads the blocks.
-                if (layout == WeightLayout::Interleaved8 && (act != Activations::Q8 || !detail::cpu_interleaves(deq.format, deq.rows)))
+                if (layout == WeightLayout::Interleaved8 && (act != Activations::Q8 || !can_interleave(deq.format, deq.rows)))
                     continue;
                 NodeSpec product = NodeSpec::backend(QuantizedMatmulOp{deq.format, deq.rows, deq.cols, act, layout},
                                                      {gemm.views[0], blocks}, gemm.shape, DType::F32);

@@ -130,11 +130,10 @@ enum class Activations : std::uint8_t { F32, Q8 };
 // How a backend holds the weight of a product. The op's input is the file's
 // blocks either way (so both compute the same), but Interleaved8 lets the
 // backend repack them once, at load, with 8 rows interleaved (the CPU:
-// cpu/quant_interleaved.hpp): the 32-element formats, rows in groups of 8.
+// cpu/quant_interleaved.hpp, quant_interleaved_k.hpp): every block format, any
+// matrix of 8 rows or more (the rows after the last whole group stay blocks).
 enum class WeightLayout : std::uint8_t { Blocks, Interleaved8 };
-constexpr bool can_interleave(QuantFormat f, std::int64_t rows) {
-    return rows % 8 == 0 && f != QuantFormat::Q4_K && f != QuantFormat::Q6_K && is_block_quantized(f);
-}
+constexpr bool can_interleave(QuantFormat f, std::int64_t rows) { return rows >= 8 && is_block_quantized(f); }
 
 struct QuantizedMatmulOp {
     static constexpr std::string_view name = "QuantizedMatmul";
