@@ -90,6 +90,4 @@ def linspace(cx, start, end, steps, **kwargs):
 @translates(*aten_ops("eye.default"))
 def eye(cx, n, m=None, **kwargs):
     m = n if m is None else m
-    # An empty eye (m = 0) never evaluates the index, but the expression must still be valid.
-    columns = max(m, 1)
-    return cx.graph.iota(Expr.index() // columns - Expr.index() % columns, [n, m], DType.i64).eq(0)
+    return cx.graph.iota(Expr.index() // m - Expr.index() % m, [n, m], DType.i64).eq(0)
