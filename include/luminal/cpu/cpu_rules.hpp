@@ -1,8 +1,10 @@
 #pragma once
 // The CPU backend's rules: the core rules, the backend-neutral lowering, and
 // what is the CPU's own: products and lookups of block-quantized weights read
-// the blocks; products read a 16-bit KV cache as stored.
+// the blocks; products read a 16-bit KV cache as stored. Mixture-of-experts
+// products read the chosen experts in place (lowering/expert_rules.hpp).
 #include "luminal/egraph/core_rules.hpp"
+#include "luminal/lowering/expert_rules.hpp"
 #include "luminal/lowering/quantized.hpp"
 #include "luminal/lowering/rules.hpp"
 
@@ -111,6 +113,6 @@ struct GatherOfDequantized {
     }
 };
 
-using CpuRules = concat_t<CoreRules, LoweringRules, RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix>>;
+using CpuRules = concat_t<CoreRules, LoweringRules, ExpertRules, RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix>>;
 
 }  // namespace luminal::egraph

@@ -32,6 +32,7 @@
 #include "luminal/graph/graph_tensor.hpp"
 #include "luminal/cpu/aligned_buffer.hpp"
 #include "luminal/cpu/dtype.hpp"
+#include "luminal/cpu/expert_matmul.hpp"
 #include "luminal/cpu/fused.hpp"
 #include "luminal/cpu/indexing.hpp"
 #include "luminal/cpu/matmul.hpp"
@@ -272,7 +273,7 @@ public:
 private:
     enum class Exec {
         Input, Output, Constant, Elementwise, Reduce, Gather, Scatter, Matmul, UserOp,
-        QuantizedMatmul, QuantizedGather, Dequantize
+        QuantizedMatmul, QuantizedGather, Dequantize, ExpertMatmul
     };
     using UserKernel = std::function<void(const OpPayload&, const CpuOpCall&)>;
     static constexpr cpu::BufferPool::BlockId kNoBlock = ~cpu::BufferPool::BlockId{0};
@@ -316,6 +317,11 @@ private:
         if (spec.payload_as<MatmulOp>()) {
             check(node.sources.size() == 2, "CpuRuntime::load", "Matmul node {} needs 2 inputs", id);
             p.exec = Exec::Matmul;
+            return p;
+        }
+        if (spec.payload_as<ExpertMatmulOp>()) {
+            check(node.sources.size() == 3, "CpuRuntime::load", "ExpertMatmul node {} needs 3 inputs", id);
+            p.exec = Exec::ExpertMatmul;
             return p;
         }
         if (spec.payload_as<QuantizedMatmulOp>() || spec.payload_as<QuantizedGatherOp>() || spec.payload_as<DequantizeOp>()) {
@@ -589,6 +595,7 @@ private:
     cpu::MatmulScratch matmul_scratch_;
     cpu::IndexScratch index_scratch_;
     cpu::QuantScratch quant_scratch_;
+    cpu::ExpertScratch expert_scratch_;
     std::unordered_map<OpSymbol, UserKernel> user_ops_;
     cpu::quant::Isa isa_;
     cpu::OwnedThreadPool threads_;
@@ -670,6 +677,11 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
             matmul_scratch_.isa = isa_;
             cpu::matmul(source_dtype(0), data_[node.sources[0]], spec.views[0], source_dtype(1),
                         data_[node.sources[1]], spec.views[1], dims, spec.dtype, out, n, id, matmul_scratch_);
+            return;
+        case Exec::ExpertMatmul:
+            cpu::expert_matmul(source_dtype(0), data_[node.sources[0]], views[0], source_dtype(1), data_[node.sources[1]],
+                               spec.views[1], source_dtype(2), data_[node.sources[2]], views[2], dims,
+                               reinterpret_cast<float*>(out), n, id, *threads_, expert_scratch_);
             return;
         case Exec::UserOp:
             run_user_op(id, std::move(views), dims);

@@ -1,0 +1,137 @@
+#pragma once
+// ExpertMatmul (lowering/expert_matmul.hpp) on the CPU. The rows are sorted by
+// expert (a counting sort), so each expert's rows are one contiguous panel of
+// activations; then every (expert, chunk of output rows) is one task of the
+// pool, reading that chunk of the expert's weights once, in place, for all its
+// rows: a GEMV at decode, a GEMM in a prefill. 16-bit weights are widened as
+// they are read for a few rows (cpu/matmul.hpp's widening product) and
+// widened once per chunk into a panel for many.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "luminal/cpu/matmul.hpp"
+#include "luminal/cpu/thread_pool.hpp"
+#include "luminal/cpu/view.hpp"
+#include "luminal/lowering/expert_matmul.hpp"
+
+namespace luminal::cpu {
+
+struct ExpertScratch {
+    std::vector<std::int64_t> experts, order, starts;
+    std::vector<float> x, sorted_x, sorted_out;
+};
+
+namespace expert_detail {
+
+// Output rows of one expert per task: 64 rows of a 2048-wide bf16 matrix is 256 KiB.
+inline constexpr std::int64_t kChunkRows = 64;
+
+template <DType D>
+void chunk_product(const float* a, std::int64_t m, std::int64_t k, const std::uint16_t* w, std::int64_t rows,
+                   std::int64_t row_stride, float* out, std::int64_t ldc) {
+    thread_local std::vector<float> staged;
+    if (m <= matmul_detail::kWideningMaxRows) {
+        staged.resize(static_cast<std::size_t>(m * rows));
+        matmul_detail::widening_product<D>(matmul_detail::Slice{a, m, k, k, 1}, w, rows, row_stride, staged.data());
+        for (std::int64_t i = 0; i < m; ++i) std::copy_n(staged.data() + i * rows, rows, out + i * ldc);
+        return;
+    }
+    staged.resize(static_cast<std::size_t>(rows * k));
+    for (std::int64_t j = 0; j < rows; ++j) matmul_detail::widen_row<D>(w + j * row_stride, k, staged.data() + j * k);
+    const matmul_detail::RowMap x(a, m, k, Eigen::OuterStride<>(k));
+    const matmul_detail::RowMap panel(staged.data(), rows, k, Eigen::OuterStride<>(k));
+    matmul_detail::OutMap(out, m, rows, Eigen::OuterStride<>(ldc)).noalias() = x * panel.transpose();
+}
+
+inline void f32_chunk_product(const float* a, std::int64_t m, std::int64_t k, const float* w, std::int64_t rows,
+                              std::int64_t row_stride, float* out, std::int64_t ldc) {
+    const matmul_detail::RowMap x(a, m, k, Eigen::OuterStride<>(k));
+    const matmul_detail::RowMap panel(w, rows, k, Eigen::OuterStride<>(row_stride));
+    matmul_detail::OutMap(out, m, rows, Eigen::OuterStride<>(ldc)).noalias() = x * panel.transpose();
+}
+
+}  // namespace expert_detail
+
+// out [R, N] (f32, element order) = for each row r: x[r] · W[experts[r]]^T.
+inline void expert_matmul(DType x_dtype, const std::byte* x_src, const StridedView& x_view, DType w_dtype,
+                          const std::byte* w_src, const ShapeTracker& w_view, DType e_dtype, const std::byte* e_src,
+                          const StridedView& e_view, const DynMap& dims, float* out, std::int64_t out_numel,
+                          std::uint32_t node, ThreadPool& pool, ExpertScratch& scratch) {
+    using namespace expert_detail;
+    constexpr std::string_view op = ExpertMatmulOp::name;
+    BoundAxes w(w_view, dims);
+    check(w.axes.size() == 3, op.data(), "node {}: the weights must be [experts, out, in], got rank {}", node,
+          w.axes.size());
+    const std::int64_t count = w.axes[0].size, n = w.axes[1].size, k = w.axes[2].size, rows = e_view.numel();
+    check(x_view.numel() == rows * k, op.data(), "node {}: {} rows of {} inputs need {} activations, got {}", node, rows,
+          k, rows * k, x_view.numel());
+    check(out_numel == rows * n, op.data(), "node {}: {} rows of {} outputs, but the node has {} elements", node, rows,
+          n, out_numel);
+    check(w_dtype == DType::F32 || w_dtype == DType::BF16 || w_dtype == DType::F16, op.data(),
+          "node {}: weights must be f32, f16 or bf16, got {}", node, name_of(w_dtype));
+    // A padded or strided-inner view of the weights is copied to f32 first (no model writes one).
+    std::vector<float> copied;
+    const std::byte* w_data = w_src;
+    if (w.padded || w.axes[2].stride != 1) {
+        const StridedView whole(w_view, dims);
+        copied.resize(static_cast<std::size_t>(whole.numel()));
+        load_view(w_dtype, w_src, whole, 0, whole.numel(), copied.data());
+        w = BoundAxes(ShapeTracker(Shape{Expression(count), Expression(n), Expression(k)}), dims);
+        w_data = reinterpret_cast<const std::byte*>(copied.data());
+        w_dtype = DType::F32;
+    }
+
+    scratch.experts.resize(static_cast<std::size_t>(rows));
+    load_view(e_dtype, e_src, e_view, 0, rows, scratch.experts.data());
+    scratch.starts.assign(static_cast<std::size_t>(count + 1), 0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t e = scratch.experts[r];
+        check(e >= 0 && e < count, op.data(), "node {}: row {} picks expert {}, outside [0, {})", node, r, e, count);
+        ++scratch.starts[e + 1];
+    }
+    for (std::int64_t e = 0; e < count; ++e) scratch.starts[e + 1] += scratch.starts[e];
+    scratch.order.resize(static_cast<std::size_t>(rows));
+    {
+        std::vector<std::int64_t> next(scratch.starts.begin(), scratch.starts.end() - 1);
+        for (std::int64_t r = 0; r < rows; ++r) scratch.order[next[scratch.experts[r]]++] = r;
+    }
+
+    // The activations sorted by expert: each expert's rows one contiguous panel.
+    scratch.x.resize(static_cast<std::size_t>(rows * k));
+    load_view(x_dtype, x_src, x_view, 0, rows * k, scratch.x.data());
+    scratch.sorted_x.resize(static_cast<std::size_t>(rows * k));
+    for (std::int64_t j = 0; j < rows; ++j)
+        std::copy_n(scratch.x.data() + scratch.order[j] * k, k, scratch.sorted_x.data() + j * k);
+    scratch.sorted_out.resize(static_cast<std::size_t>(rows * n));
+
+    struct Task {
+        std::int64_t expert, first_row;
+    };
+    std::vector<Task> tasks;
+    for (std::int64_t e = 0; e < count; ++e)
+        if (scratch.starts[e + 1] > scratch.starts[e])
+            for (std::int64_t j = 0; j < n; j += kChunkRows) tasks.push_back({e, j});
+    const std::int64_t expert_stride = w.axes[0].stride, row_stride = w.axes[1].stride;
+    pool.parallel_for(static_cast<std::int64_t>(tasks.size()), 1, [&](std::int64_t t0, std::int64_t t1) {
+        for (std::int64_t t = t0; t < t1; ++t) {
+            const auto [e, j0] = tasks[t];
+            const std::int64_t first = scratch.starts[e], m = scratch.starts[e + 1] - first;
+            const std::int64_t chunk = std::min(kChunkRows, n - j0), at = w.base + e * expert_stride + j0 * row_stride;
+            const float* a = scratch.sorted_x.data() + first * k;
+            float* c = scratch.sorted_out.data() + first * n + j0;
+            if (w_dtype == DType::F32)
+                f32_chunk_product(a, m, k, reinterpret_cast<const float*>(w_data) + at, chunk, row_stride, c, n);
+            else if (w_dtype == DType::BF16)
+                chunk_product<DType::BF16>(a, m, k, reinterpret_cast<const std::uint16_t*>(w_data) + at, chunk,
+                                           row_stride, c, n);
+            else
+                chunk_product<DType::F16>(a, m, k, reinterpret_cast<const std::uint16_t*>(w_data) + at, chunk,
+                                          row_stride, c, n);
+        }
+    });
+    for (std::int64_t j = 0; j < rows; ++j)
+        std::copy_n(scratch.sorted_out.data() + j * n, n, out + scratch.order[j] * n);
+}
+
+}  // namespace luminal::cpu
