@@ -679,9 +679,10 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
                         data_[node.sources[1]], spec.views[1], dims, spec.dtype, out, n, id, matmul_scratch_);
             return;
         case Exec::ExpertMatmul:
-            cpu::expert_matmul(source_dtype(0), data_[node.sources[0]], views[0], source_dtype(1), data_[node.sources[1]],
-                               spec.views[1], source_dtype(2), data_[node.sources[2]], views[2], dims,
-                               reinterpret_cast<float*>(out), n, id, *threads_, expert_scratch_);
+            cpu::expert_matmul(*spec.payload_as<ExpertMatmulOp>(), source_dtype(0), data_[node.sources[0]], views[0],
+                               source_dtype(1), data_[node.sources[1]], spec.views[1], source_dtype(2),
+                               data_[node.sources[2]], views[2], dims, reinterpret_cast<float*>(out), n, id, isa_,
+                               *threads_, expert_scratch_);
             return;
         case Exec::UserOp:
             run_user_op(id, std::move(views), dims);

@@ -63,11 +63,18 @@ public:
         return custom_op(DequantizeOp{format->second, shape[0], shape[1], q8_activations_}, {blocks});
     }
     // One parameter holding checkpoint tensors `parts` (each of shape `part`) stacked.
+    // Matrices whose parts are all kept in one block format are stacked as blocks,
+    // [parts * rows, cols] read through Dequantize as [parts, rows, cols].
     GraphTensor add_stacked(Graph& cx, std::string name, std::vector<std::string> parts, const Dims& part,
                             DType dtype = DType::F32) {
         Dims shape{static_cast<std::int64_t>(parts.size())};
         shape.insert(shape.end(), part.begin(), part.end());
-        return push(cx, std::move(name), std::move(shape), dtype, std::move(parts), {});
+        const std::optional<QuantFormat> format = stacked_format(parts, part);
+        if (!format) return push(cx, std::move(name), std::move(shape), dtype, std::move(parts), {});
+        const std::int64_t rows = shape[0] * part[0];
+        GraphTensor blocks = cx.named_tensor(name, {Expression(quantized_bytes(*format, rows, part[1]))}, DType::U8);
+        parameters_.push_back({name, blocks, shape, std::move(parts), {}, *format});
+        return custom_op(DequantizeOp{*format, rows, part[1], q8_activations_}, {blocks}).reshape({shape[0], part[0], part[1]});
     }
     GraphTensor add_computed(Graph& cx, std::string name, std::vector<float> values) {
         Dims shape{static_cast<std::int64_t>(values.size())};
@@ -105,6 +112,8 @@ public:
         for (const Parameter& p : parameters_) {
             if (!p.computed.empty()) {
                 rt.set_data(p.tensor, p.computed);
+            } else if (p.format && !p.stacked.empty()) {
+                bind_stacked_blocks(rt, weights, p);
             } else if (p.format) {
                 check_shape(weights, p.name, p.shape);
                 if constexpr (requires { weights.blocks(p.name, *p.format); }) {
@@ -136,6 +145,47 @@ public:
     }
 
 private:
+    // The one block format every part is kept in, if any (a mix is stacked as values).
+    std::optional<QuantFormat> stacked_format(const std::vector<std::string>& parts, const Dims& part) const {
+        if (part.size() != 2 || parts.empty()) return std::nullopt;
+        const auto first = quantized_.find(parts[0]);
+        if (first == quantized_.end()) return std::nullopt;
+        for (const std::string& name : parts) {
+            const auto it = quantized_.find(name);
+            if (it == quantized_.end() || it->second != first->second) return std::nullopt;
+        }
+        return first->second;
+    }
+
+    // Each part's blocks, borrowed as one range where the checkpoint stores them
+    // back to back (a GGUF file's stacked experts), else copied together.
+    template <typename Runtime, Checkpoint Weights>
+    static void bind_stacked_blocks(Runtime& rt, const Weights& weights, const Parameter& p) {
+        if constexpr (requires { weights.blocks(p.name, *p.format); }) {
+            const Dims part(p.shape.begin() + 1, p.shape.end());
+            std::vector<StoredBlocks> stored;
+            bool adjacent = true;
+            for (const std::string& name : p.stacked) {
+                check_shape(weights, name, part);
+                stored.push_back(weights.blocks(name, *p.format));
+                const StoredBlocks& b = stored.back();
+                adjacent = adjacent && b.owner && (stored.size() == 1 || (b.owner == stored[stored.size() - 2].owner &&
+                           b.bytes.data() == stored[stored.size() - 2].bytes.data() + stored[stored.size() - 2].bytes.size()));
+            }
+            const std::size_t total = stored.size() * stored[0].bytes.size();
+            if constexpr (requires { rt.borrow_bytes(p.tensor, stored[0].bytes, stored[0].owner); }) {
+                if (adjacent) return rt.borrow_bytes(p.tensor, std::span(stored[0].bytes.data(), total), stored[0].owner);
+            }
+            std::vector<std::byte> bytes;
+            bytes.reserve(total);
+            for (const StoredBlocks& b : stored) bytes.insert(bytes.end(), b.bytes.begin(), b.bytes.end());
+            rt.set_bytes(p.tensor, bytes);
+        } else {
+            throw Error(weights.location(), fmt::format("'{}' is to be kept as {} blocks, but this checkpoint holds no "
+                                                        "quantized tensors", p.name, io::name_of(*p.format)));
+        }
+    }
+
     GraphTensor push(Graph& cx, std::string name, Dims shape, DType dtype, std::vector<std::string> stacked,
                      std::vector<float> computed) {
         Shape graph_shape(shape.begin(), shape.end());

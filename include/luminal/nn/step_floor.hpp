@@ -1,13 +1,15 @@
 #pragma once
 // The least a forward step must move through memory: each parameter read
 // once (the token embedding only the rows it gathers, unless the LM head reads
-// the whole table as well) and the cached keys and values the new tokens
-// attend to (a sliding-window layer only its window). No plan can read less,
+// the whole table as well; a mixture of experts' stacked weights only the
+// experts its tokens can choose, min(E, tokens * k) of E) and the cached keys
+// and values the new tokens attend to (a sliding-window layer only its window). No plan can read less,
 // so a step's bytes over this measure how close a plan comes to the memory floor.
 #include "luminal/nn/causal_lm.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace luminal::nn {
 
@@ -17,13 +19,23 @@ inline double tensor_bytes(const GraphTensor& t) {
     return n;
 }
 
+// Whether parameter p is a layer's experts stacked on their first axis.
+inline bool stacked_experts(const Parameter& p, const io::ModelConfig& config) {
+    return config.moe && p.name.find(".experts.") != std::string::npos && !p.shape.empty() &&
+           p.shape[0] == config.moe->num_experts;
+}
+
 inline double step_floor_bytes(const CausalLm& model, std::int64_t cached, std::int64_t new_tokens) {
     const io::ModelConfig& config = model.config;
     double bytes = 0;
     for (const Parameter& p : model.parameters.parameters()) {
         const double all = tensor_bytes(p.tensor);
         const bool gathered_only = p.name == "model.embed_tokens.weight" && !config.tie_word_embeddings;
-        bytes += gathered_only ? all * static_cast<double>(new_tokens) / static_cast<double>(config.vocab_size) : all;
+        if (gathered_only) bytes += all * static_cast<double>(new_tokens) / static_cast<double>(config.vocab_size);
+        else if (stacked_experts(p, config))
+            bytes += all * static_cast<double>(std::min(config.moe->num_experts, new_tokens * config.moe->top_k)) /
+                     static_cast<double>(config.moe->num_experts);
+        else bytes += all;
     }
     const std::int64_t attended = cached + new_tokens;
     std::size_t layer = 0;
