@@ -11,6 +11,10 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 MODEL_SOURCES = {"smollm2", "random_llama", "random_hf", "file", "hf_config", "quantized"}
 DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}  # ours' --weights -> torch's dtype
+# A model's `bounds`, checked in the run's summary (reported, not enforced):
+#   rss_over_file_and_kv  our peak RSS over the weight files' bytes + the KV cache's bytes
+#   ttft_over_peer        our TTFT median over each peer's
+BOUNDS = {"rss_over_file_and_kv", "ttft_over_peer"}
 
 
 class ConfigError(ValueError):
@@ -67,6 +71,9 @@ class Config:
     # GiB copied to measure the device's bandwidth once per run (0: not measured), the
     # device being the one the first CUDA path runs on, else the CPU.
     bandwidth_gib: float = 0.0
+    # Processes per path and setting, run in turns (ours, peer, ours, peer, ...) so that a
+    # machine whose load drifts weighs on every path alike; a row pools its rounds' samples.
+    rounds: int = 1
 
 
 def available() -> list[str]:
@@ -125,7 +132,7 @@ def parse(name: str, raw: dict, where: str = "config") -> Config:
     from .paths import PATHS  # the path registry names what a model may list
 
     unknown = set(raw) - {"description", "iters", "warmups", "timeout_s", "search", "prompt_text", "settings",
-                          "models", "bandwidth_gib"}
+                          "models", "bandwidth_gib", "rounds"}
     if unknown:
         raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
     settings = [s for i, table in enumerate(raw.get("settings", []))
@@ -157,6 +164,7 @@ def parse(name: str, raw: dict, where: str = "config") -> Config:
     return Config(name=name, description=raw.get("description", ""), bandwidth_gib=float(bandwidth_gib),
                   iters=_positive(raw, "iters", where, 3), warmups=_positive(raw, "warmups", where, 1, minimum=0),
                   timeout_s=_positive(raw, "timeout_s", where, 600), search=_positive(raw, "search", where, 1),
+                  rounds=_positive(raw, "rounds", where, 1),
                   prompt_text=raw.get("prompt_text", DEFAULT_PROMPT_TEXT), settings=tuple(settings),
                   models=tuple(models))
 
@@ -190,6 +198,10 @@ def _check_options(options: dict, source: str, where: str) -> None:
     if not isinstance(timeouts, dict) or any(p not in PATHS or not isinstance(s, int) or s < 1
                                              for p, s in timeouts.items()):
         raise ConfigError(f"{where}: timeouts maps path names to seconds (integers >= 1), got {timeouts!r}")
+    bounds = options.get("bounds", {})
+    if not isinstance(bounds, dict) or any(k not in BOUNDS or not isinstance(v, (int, float)) or isinstance(v, bool)
+                                           or v <= 0 for k, v in bounds.items()):
+        raise ConfigError(f"{where}: bounds maps {sorted(BOUNDS)} to positive numbers, got {bounds!r}")
     if options.get("prompt", "text") not in ("text", "seeded"):
         raise ConfigError(f"{where}: prompt must be \"text\" or \"seeded\", got {options['prompt']!r}")
     if source == "random_hf":

@@ -145,6 +145,26 @@ def decode_bytes(folder: Path) -> dict | None:
     return {"weight_bytes": sum(sizes.values()), "decode_bytes": round(read)}
 
 
+KV_DTYPE_BYTES = {"f32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "f16": 2, "float16": 2}
+
+
+def memory_fields(folder: Path, context: int, kv_dtype: str | None) -> dict:
+    """What a row's peak RSS is set against: the bytes of the model's .safetensors files
+    and of a KV cache of `context` tokens in `kv_dtype` (the dtype the path reports):
+    layers x 2 (K and V) x KV heads x head_dim x context x the dtype's bytes. Empty when
+    `folder` is not a safetensors model directory or the dtype is unknown."""
+    files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
+    if not files or not (folder / "config.json").exists() or kv_dtype not in KV_DTYPE_BYTES:
+        return {}
+    config = json.loads((folder / "config.json").read_text())
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    kv_heads = config.get("num_key_value_heads", heads)
+    kv_bytes = config["num_hidden_layers"] * 2 * kv_heads * head_dim * context * KV_DTYPE_BYTES[kv_dtype]
+    return {"file_bytes": sum(f.stat().st_size for f in files), "kv_bytes": kv_bytes, "kv_context": context,
+            "kv_dtype": kv_dtype}
+
+
 QUANTIZED_BASES = {"smollm2", "random-1.7b"}
 
 

@@ -11,6 +11,7 @@ from typing import Callable
 
 from .config import DTYPES
 from .machine import cuda_gpus
+from .workers.measure import context_tokens
 
 SUITE_DIR = Path(__file__).resolve().parent.parent
 
@@ -42,7 +43,7 @@ def _generate(job: Job, extra: list[str]) -> list[str]:
     command = [str(job.binaries / "examples" / "generate"), "--model", str(job.model_file),
                "--prompt-ids", ",".join(map(str, job.prompt_ids)), "--max-tokens", str(job.decode_tokens + 2),
                "--iters", str(job.iters), "--search", str(job.search), "--ignore-eos", "--raw-ids",
-               "--context", str(len(job.prompt_ids) + job.decode_tokens + 8), *extra]
+               "--context", str(context_tokens(len(job.prompt_ids), job.decode_tokens)), *extra]
     if job.dtype != "f32":
         command += ["--weights", job.dtype]
     # Always passed: without it generate takes every core, and peers run on one thread unless asked.

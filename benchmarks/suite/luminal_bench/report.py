@@ -242,8 +242,8 @@ def summary(store: Store, run_id: int) -> str:
     """One plain-text table of a run, printed at its end: per model and setting each path's
     TTFT and TPOT medians, the decode floor and TPOT / floor where the weights were sized
     and the bandwidth measured, each peer's time over ours (above 1: ours is faster), and
-    how many leading greedy ids a peer shares with ours. A row that did not measure says
-    FAILED or skipped with its reason."""
+    how many leading greedy ids a peer shares with ours; under a model with `bounds`, its
+    checks (_checks). A row that did not measure says FAILED or skipped with its reason."""
     rows = store.results(run_id)
     head = (f"{'path':<24} {'TTFT ms':>9} {'TPOT ms':>9} {'floor ms':>9} {'TPOT/floor':>10} "
             f"{'TTFT peer/ours':>14} {'TPOT peer/ours':>14} {'ids = ours':>10}")
@@ -272,12 +272,55 @@ def summary(store: Store, run_id: int) -> str:
                 cells += ["", "", ""]
             lines.append(f"  {label:<22} {cells[0]:>9} {cells[1]:>9} {cells[2]:>9} {cells[3]:>10} "
                          f"{cells[4]:>14} {cells[5]:>14} {cells[6]:>10}")
+        lines += _checks(group)
     if any(r["raw"].get("measured_during_our_build") for r in rows):
         lines.append("* measured while our binaries were still building in the background")
     if bandwidth:
         lines.append(f"floor = weight bytes one decode step reads / copy bandwidth "
                      f"({bandwidth['bandwidth_gbs']:.0f} GB/s on {bandwidth.get('bandwidth_device')})")
     return "\n".join(lines)
+
+
+def _verdict(ratio: float, bound: float) -> str:
+    return f"bound {bound:g}×: {'within' if ratio <= bound else 'OVER'}"
+
+
+def _checks(group: list[dict]) -> list[str]:
+    """The lines of a model's `bounds` (config.BOUNDS) under its table: each path's TTFT
+    spread (per round where it ran in rounds), our TTFT over each peer's, each path's peak
+    RSS over its weight files + KV cache, and whether the first greedy token agrees."""
+    measured = [r for r in group if r["status"] == "ok" and r["raw"].get("bounds")]
+    ours = next((r for r in measured if PATHS[r["path"]].ours), None)
+    if ours is None:
+        return []
+    bounds, peers = ours["raw"]["bounds"], [r for r in measured if not PATHS[r["path"]].ours]
+    lines = ["  checks:"]
+    for r in measured:
+        low, high = stats.spread(r["ttft_ms_samples"])
+        rounds = r["raw"].get("rounds", [])
+        per_round = (", round medians " + " / ".join(f"{stats.median(x['ttft_ms_samples']):,.1f}" for x in rounds)
+                     if rounds else "")
+        lines.append(f"    TTFT {PATHS[r['path']].label}: median {r['ttft_ms']:,.1f} ms, min-max {low:,.1f}-"
+                     f"{high:,.1f} ms over {len(r['ttft_ms_samples'])} prefills{per_round}")
+    for peer in peers:
+        ratio = ours["ttft_ms"] / peer["ttft_ms"]
+        bound = f" ({_verdict(ratio, bounds['ttft_over_peer'])})" if "ttft_over_peer" in bounds else ""
+        lines.append(f"    TTFT ours / {PATHS[peer['path']].label}: {ratio:.2f}×{bound}")
+    for r in measured:
+        raw = r["raw"]
+        if "file_bytes" not in raw:
+            continue
+        ratio = r["peak_rss_mib"] * 2**20 / (raw["file_bytes"] + raw["kv_bytes"])
+        bound = (f" ({_verdict(ratio, bounds['rss_over_file_and_kv'])})"
+                 if r is ours and "rss_over_file_and_kv" in bounds else "")
+        lines.append(f"    peak RSS {PATHS[r['path']].label}: {r['peak_rss_mib']:,.0f} MiB / (files "
+                     f"{raw['file_bytes'] / 2**20:,.0f} MiB + KV {raw['kv_bytes'] / 2**20:,.1f} MiB: "
+                     f"{raw['kv_context']} tokens of {raw['kv_dtype']}) = {ratio:.3f}×{bound}")
+    for peer in peers:
+        a, b = (ours["generated_ids"] or [None])[0], (peer["generated_ids"] or [None])[0]
+        lines.append(f"    first greedy token: ours {a}, {PATHS[peer['path']].label} {b}: "
+                     f"{'agree' if a == b else 'differ'}")
+    return lines
 
 
 def _cell(value: float | None, digits: int, unit: str = "") -> str:

@@ -8,7 +8,12 @@ the peers run: before a path of ours the runner waits for the file, and a row me
 while the build still ran says so in its raw fields); a raw log of every path's command
 and output. With `bandwidth_gib`, a copy kernel measures the device's bandwidth first, and
 every row of a model whose weights the suite can size carries the decode floor (bytes one
-step reads / bandwidth) in its raw fields."""
+step reads / bandwidth) in its raw fields.
+
+With `rounds` above 1, each model x setting runs its paths in turns, one process per path
+per round (ours, peer, ours, peer, ...), and each path's row pools the samples of its
+rounds (merge_rounds). A model with an `rss_over_file_and_kv` bound gets, in each row's
+raw fields, the bytes its peak RSS is set against (models.memory_fields)."""
 from __future__ import annotations
 
 import json
@@ -22,10 +27,11 @@ from pathlib import Path
 from . import process, stats
 from .config import Config, Model, Setting
 from .machine import cuda_gpus, git_info, machine_info
-from .models import ModelError, decode_bytes, prepare
+from .models import ModelError, decode_bytes, memory_fields, prepare
 from .paths import COMPILE_ONLY, PATHS, SUITE_DIR, Job, PathSpec
 from .prompt import PromptError, prompt_ids, seeded_ids
 from .store import Result, Store
+from .workers.measure import context_tokens
 
 
 @dataclass
@@ -139,7 +145,36 @@ def _measure(spec: PathSpec, job: Job, base: Result, timeout_s: float, warmups: 
 
 
 def count_jobs(config: Config) -> int:
-    return sum(1 if path in COMPILE_ONLY else len(config.settings) for m in config.models for path in m.paths)
+    """Processes the run starts (one per round of a timed path)."""
+    return sum(1 if path in COMPILE_ONLY else len(config.settings) * config.rounds
+               for m in config.models for path in m.paths)
+
+
+def merge_rounds(rounds: list[Result]) -> Result:
+    """A path's row from its rounds (one Result each): the first round that did not
+    measure, else the first round with every round's samples pooled and the statistics
+    recomputed, the highest peak RSS, the summed wall time, and each round's own samples,
+    peak RSS and greedy ids in raw["rounds"]."""
+    if len(rounds) == 1:
+        return rounds[0]
+    for index, result in enumerate(rounds):
+        if result.status != "ok":
+            result.error = f"round {index + 1} of {len(rounds)}: {result.error}"
+            return result
+    row = replace(rounds[0], raw=dict(rounds[0].raw))
+    row.ttft_ms_samples = [x for r in rounds for x in r.ttft_ms_samples]
+    row.tpot_ms_samples = [x for r in rounds for x in r.tpot_ms_samples]
+    row.ttft_ms, row.tpot_ms = stats.median(row.ttft_ms_samples), stats.median(row.tpot_ms_samples)
+    row.throughput_tps = 1000.0 / row.tpot_ms
+    row.iters = sum(r.iters for r in rounds)
+    for key in ("compile_ms", "load_ms"):
+        setattr(row, key, stats.median([getattr(r, key) for r in rounds if getattr(r, key) is not None]))
+    row.peak_rss_mib = max(r.peak_rss_mib for r in rounds)
+    row.wall_s = round(sum(r.wall_s for r in rounds), 2)
+    row.raw["rounds"] = [{"ttft_ms_samples": r.ttft_ms_samples, "tpot_ms_samples": r.tpot_ms_samples,
+                          "peak_rss_mib": r.peak_rss_mib, "wall_s": r.wall_s, "generated_ids": r.generated_ids}
+                         for r in rounds]
+    return row
 
 
 def _uses_cuda(model: Model) -> bool:
@@ -201,12 +236,25 @@ def run(config: Config, store: Store, binaries: Path, work: Path, options: Optio
             except ModelError as error:
                 model_error = f"model not prepared: {error}"
         floor = floor_fields(model_file, bandwidth)
+
+        def attempt(spec: PathSpec, setting: Setting, round_label: str = "") -> Result:
+            return _run_one(config, progress, model, model_file, model_error, spec, setting, binaries, work,
+                            options, floor, round_label)
+
         for path in model.paths:
-            spec = PATHS[path]
-            settings = config.settings[:1] if path in COMPILE_ONLY else config.settings
-            for setting in settings:
-                _run_one(config, store, run_id, progress, model, model_file, model_error, spec, setting, binaries,
-                         work, options, floor)
+            if path in COMPILE_ONLY:
+                store.add_result(run_id, attempt(PATHS[path], config.settings[0]))
+        timed = [PATHS[path] for path in model.paths if path not in COMPILE_ONLY]
+        for setting in config.settings:
+            attempts: dict[str, list[Result]] = {spec.name: [] for spec in timed}
+            for round_index in range(config.rounds):
+                label = f" · round {round_index + 1}/{config.rounds}" if config.rounds > 1 else ""
+                for spec in timed:
+                    done = attempts[spec.name]
+                    if not done or done[-1].status == "ok":  # a path that failed once is not run again
+                        done.append(attempt(spec, setting, label))
+                    if round_index == config.rounds - 1:
+                        store.add_result(run_id, merge_rounds(done))
         if model_file is not None and model.options.get("delete_after"):
             shutil.rmtree(model_file, ignore_errors=True)  # a 16 GB file need not outlive its rows
     store.finish_run(run_id)
@@ -222,9 +270,10 @@ def _wait_for_build(options: Options) -> None:
         time.sleep(1)
 
 
-def _run_one(config: Config, store: Store, run_id: int, progress: Progress, model: Model, model_file: Path | None,
-             model_error: str | None, spec: PathSpec, setting: Setting, binaries: Path, work: Path,
-             options: Options, floor: dict) -> None:
+def _run_one(config: Config, progress: Progress, model: Model, model_file: Path | None, model_error: str | None,
+             spec: PathSpec, setting: Setting, binaries: Path, work: Path, options: Options, floor: dict,
+             round_label: str = "") -> Result:
+    """One process of a path (one round of it), as a row not yet stored."""
     compile_only = spec.name in COMPILE_ONLY
     base = Result(model=model.key, model_title=model.title, path=spec.name,
                   setting="compile only" if compile_only else setting.label, status="failed",
@@ -232,7 +281,7 @@ def _run_one(config: Config, store: Store, run_id: int, progress: Progress, mode
                   decode_tokens=None if compile_only else setting.decode_tokens,
                   threads=1 if compile_only else setting.effective_threads, iters=config.iters,
                   warmups=0 if compile_only else config.warmups)
-    progress.start(f"{model.key} · {spec.label} · {base.setting}")
+    progress.start(f"{model.key} · {spec.label} · {base.setting}{round_label}")
     if spec.ours:
         _wait_for_build(options)
     started = time.monotonic()
@@ -267,9 +316,15 @@ def _run_one(config: Config, store: Store, run_id: int, progress: Progress, mode
                 base.error = f"prompt ids: {failure}"
         if base.status == "ok":
             base.raw.update(floor)
+            bounds = model.options.get("bounds", {})
+            if bounds and not compile_only:
+                base.raw["bounds"] = bounds
+                if "rss_over_file_and_kv" in bounds:
+                    context = context_tokens(setting.prompt_tokens, setting.decode_tokens)
+                    base.raw.update(memory_fields(model_file, context, base.raw.get("kv_dtype")))
             if building:
                 base.raw["measured_during_our_build"] = True
     if base.wall_s is None:
         base.wall_s = round(time.monotonic() - started, 2)
-    store.add_result(run_id, base)
     progress.end(base)
+    return base

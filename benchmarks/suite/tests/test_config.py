@@ -1,6 +1,9 @@
+import json
+import tempfile
 import unittest
+from pathlib import Path
 
-from luminal_bench import config
+from luminal_bench import config, models
 
 
 def minimal(**overrides):
@@ -28,13 +31,22 @@ class ConfigTest(unittest.TestCase):
 
     def test_defaults(self):
         parsed = config.parse("t", minimal())
-        self.assertEqual((parsed.iters, parsed.warmups, parsed.search), (3, 1, 1))
+        self.assertEqual((parsed.iters, parsed.warmups, parsed.search, parsed.rounds), (3, 1, 1, 1))
+
+    def test_bounds_name_known_checks_with_positive_numbers(self):
+        model = {"key": "m", "source": "file", "path": "x", "paths": ["ours-cpu"]}
+        parsed = config.parse("t", minimal(models=[{**model, "bounds": {"ttft_over_peer": 2}}]))
+        self.assertEqual(parsed.models[0].options["bounds"], {"ttft_over_peer": 2})
+        for bounds in ({"ttft_over_torch": 2}, {"ttft_over_peer": 0}, {"rss_over_file_and_kv": "1.3"}, [1.3]):
+            with self.subTest(bounds=bounds), self.assertRaises(config.ConfigError):
+                config.parse("t", minimal(models=[{**model, "bounds": bounds}]))
 
     def test_mistakes_are_reported(self):
         cases = {"unknown path": minimal(models=[{"key": "m", "source": "file", "paths": ["torch-jit"]}]),
                  "unknown source": minimal(models=[{"key": "m", "source": "hub", "paths": ["ours-cpu"]}]),
                  "no settings": minimal(settings=[]),
                  "zero iters": minimal(iters=0),
+                 "zero rounds": minimal(rounds=0),
                  "typo": minimal(iter=3),
                  "setting typo": minimal(settings=[{"prompt_tokens": 8, "decode_token": 2}]),
                  "duplicate keys": minimal(models=[{"key": "m", "source": "file", "paths": ["ours-cpu"]}] * 2)}
@@ -45,6 +57,22 @@ class ConfigTest(unittest.TestCase):
     def test_unknown_name_lists_the_known_ones(self):
         with self.assertRaisesRegex(config.ConfigError, "smoke"):
             config.load("no-such-config")
+
+
+class MemoryFieldsTest(unittest.TestCase):
+    def test_file_bytes_and_the_kv_cache_of_the_context(self):
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            (root / "model.safetensors").write_bytes(b"x" * 1000)
+            (root / "config.json").write_text(json.dumps({"num_attention_heads": 32, "hidden_size": 2048,
+                                                          "num_key_value_heads": 4, "head_dim": 128,
+                                                          "num_hidden_layers": 4}))
+            fields = models.memory_fields(root, 140, "f32")
+            self.assertEqual(fields, {"file_bytes": 1000, "kv_bytes": 4 * 2 * 4 * 128 * 140 * 4, "kv_context": 140,
+                                      "kv_dtype": "f32"})
+            self.assertEqual(models.memory_fields(root, 140, "bfloat16")["kv_bytes"], 4 * 2 * 4 * 128 * 140 * 2)
+            self.assertEqual(models.memory_fields(root, 140, None), {})
+            self.assertEqual(models.memory_fields(root / "absent", 140, "f32"), {})
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@ import sys
 import unittest
 from pathlib import Path
 
-from luminal_bench import process, runner
+from luminal_bench import config, process, runner
 from luminal_bench.paths import Job, PathSpec
 from luminal_bench.store import Result
 
@@ -45,6 +45,36 @@ class ResultTest(unittest.TestCase):
     def test_compile_only_rows_take_the_compile_samples(self):
         row = runner.result_from_bench({"compile_ms_samples": [5, 1, 3]}, base("ours-compile"), 0, None)
         self.assertEqual((row.status, row.compile_ms), ("ok", 3))
+
+
+def measured(ttft, peak_rss, ids=(5, 6)):
+    row = base()
+    row.status, row.ttft_ms_samples, row.tpot_ms_samples = "ok", list(ttft), [2.0, 4.0]
+    row.peak_rss_mib, row.wall_s, row.iters, row.generated_ids, row.load_ms = peak_rss, 1.5, 3, list(ids), 7.0
+    return row
+
+
+class RoundsTest(unittest.TestCase):
+    def test_rounds_pool_their_samples_and_keep_the_highest_peak_rss(self):
+        row = runner.merge_rounds([measured([10, 30], 100), measured([20, 40], 300), measured([50], 200, (5, 9))])
+        self.assertEqual((row.ttft_ms_samples, row.ttft_ms, row.tpot_ms), ([10, 30, 20, 40, 50], 30, 3))
+        self.assertEqual((row.peak_rss_mib, row.wall_s, row.iters, row.load_ms), (300, 4.5, 9, 7.0))
+        self.assertEqual([r["ttft_ms_samples"] for r in row.raw["rounds"]], [[10, 30], [20, 40], [50]])
+        self.assertEqual(row.raw["rounds"][2]["generated_ids"], [5, 9])
+
+    def test_one_round_is_the_row_itself_and_a_failed_round_is_the_row(self):
+        one = measured([10], 100)
+        self.assertIs(runner.merge_rounds([one]), one)
+        failed = base()
+        failed.error = "exit code 1"
+        row = runner.merge_rounds([measured([10], 100), failed])
+        self.assertEqual((row.status, row.error), ("failed", "round 2 of 2: exit code 1"))
+
+    def test_every_round_of_a_timed_path_is_a_process(self):
+        parsed = config.parse("t", {"rounds": 3, "settings": [{"prompt_tokens": 8, "decode_tokens": 2}],
+                                    "models": [{"key": "m", "source": "file", "path": "x",
+                                                "paths": ["ours-cpu", "torch-eager", "ours-compile"]}]})
+        self.assertEqual(runner.count_jobs(parsed), 3 * 2 + 1)
 
 
 class MeasureTest(unittest.TestCase):

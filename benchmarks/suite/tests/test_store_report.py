@@ -72,6 +72,26 @@ class StoreReportTest(unittest.TestCase):
         self.add_run(100)
         self.assertIn("TTFT 2.00× (llama.cpp), TPOT 2.00× (llama.cpp)", report.markdown(self.store, "default"))
 
+    def test_a_model_with_bounds_prints_its_checks(self):
+        run = self.store.begin_run("moe_cpu", GIT, MACHINE)
+        memory = {"bounds": {"rss_over_file_and_kv": 1.3, "ttft_over_peer": 2.0}, "file_bytes": 1000 * 2**20,
+                  "kv_bytes": 24 * 2**20, "kv_context": 140, "kv_dtype": "f32"}
+        ours = measured("ours-cpu", 300, 10, ids=(7, 1))
+        ours.peak_rss_mib, ours.raw = 1536.0, {**memory, "rounds": [{"ttft_ms_samples": [270, 300]},
+                                                                   {"ttft_ms_samples": [360]}]}
+        torch = measured("torch-eager", 100, 10, ids=(7, 2))
+        torch.raw = {**memory, "kv_dtype": "bfloat16"}
+        self.store.add_result(run, ours)
+        self.store.add_result(run, torch)
+        text = report.summary(self.store, run)
+        self.assertIn("TTFT luminal (CPU): median 300.0 ms, min-max 270.0-360.0 ms over 3 prefills, "
+                      "round medians 285.0 / 360.0", text)
+        self.assertIn("TTFT ours / PyTorch eager: 3.00× (bound 2×: OVER)", text)
+        self.assertIn("peak RSS luminal (CPU): 1,536 MiB / (files 1,000 MiB + KV 24.0 MiB: 140 tokens of f32) "
+                      "= 1.500× (bound 1.3×: OVER)", text)
+        self.assertRegex(text, r"peak RSS PyTorch eager: 100 MiB .* = 0\.098×\n")  # no bound on a peer
+        self.assertIn("first greedy token: ours 7, PyTorch eager 7: agree", text)
+
     def test_empty_database_says_what_to_do(self):
         self.assertIn("scripts/bench.sh", report.render(self.store))
 

@@ -32,6 +32,12 @@ def arguments(description: str, extra: list[tuple[str, str]] = ()) -> argparse.N
     return args
 
 
+def context_tokens(prompt_tokens: int, decode_tokens: int) -> int:
+    """The KV cache size in tokens every path allocates for a run: the prompt, the decode
+    steps and their warm-up, and a small margin."""
+    return prompt_tokens + decode_tokens + 8
+
+
 def ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1e3
 

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .measure import arguments, emit, measure, ms_since
+from .measure import arguments, context_tokens, emit, measure, ms_since
 
 
 def main() -> None:
@@ -53,7 +53,7 @@ def main() -> None:
                                 options={"device": args.device, "threads": args.threads})
     else:
         forward = model.forward
-    cache = StaticCache(config=model.config, max_cache_len=len(args.prompt_ids) + args.decode_tokens + 8)
+    cache = StaticCache(config=model.config, max_cache_len=context_tokens(len(args.prompt_ids), args.decode_tokens))
     prompt = torch.tensor([args.prompt_ids], device=device)
     prompt_positions = torch.arange(len(args.prompt_ids), device=device)
 
@@ -72,7 +72,7 @@ def main() -> None:
     suffix = "" if device.type == "cpu" else f"-{device.type}"
     path = "luminal-python" if args.mode == "luminal" else f"torch-{args.mode}"
     result.update(path=f"{path}{suffix}", model=model_path.name, device=str(device), dtype=dtype,
-                  load_ms=load_ms,
+                  load_ms=load_ms, kv_dtype=str(cache.layers[0].keys.dtype).removeprefix("torch."),
                   threads=args.threads, versions={"torch": torch.__version__,
                                                   "transformers": transformers.__version__})
     if args.mode in ("compile", "luminal"):  # torch.compile compiles (and recompiles) during the warm-up calls
