@@ -159,6 +159,7 @@ inline float __bfloat162float(__nv_bfloat16 h) { return std::bit_cast<float>((st
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { __nv_bfloat16 h; h.bits = luminal_shim::bf16_bits(f); return h; }
 inline float __int_as_float(int i) { return std::bit_cast<float>(i); }
 inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
+inline int __popc(unsigned v) { return std::popcount(v); }
 inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline __half __ushort_as_half(unsigned short bits) { __half h; h.bits = bits; return h; }
 // A block's dynamic shared memory: blocks run one after another, so one static buffer serves them.

@@ -4,7 +4,8 @@
 // block-per-output kernel, and with the fused region it reads as its
 // prologue; an elementwise result with the per-row values it reads as one
 // row kernel (row_fusion.hpp); a Matmul of two matrices of one float dtype
-// also through cuBLASLt. The search profiles the alternatives.
+// also through cuBLASLt; a mixture of experts' products as ExpertMatmul
+// (lowering/expert_rules.hpp). The search profiles the alternatives.
 #include "luminal/cuda/attention_rules.hpp"
 #include "luminal/cuda/blas_matmul_op.hpp"
 #include "luminal/cuda/gemv_rules.hpp"
@@ -13,6 +14,7 @@
 #include "luminal/cuda/reduce_op.hpp"
 #include "luminal/cuda/row_fusion.hpp"
 #include "luminal/egraph/core_rules.hpp"
+#include "luminal/lowering/expert_rules.hpp"
 #include "luminal/lowering/rules.hpp"
 
 namespace luminal::egraph {
@@ -113,7 +115,7 @@ struct MatmulThroughBlas {
     }
 };
 
-using CudaRules = concat_t<CoreRules, LoweringRules,
+using CudaRules = concat_t<CoreRules, LoweringRules, ExpertRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
                                    RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>,

@@ -702,6 +702,8 @@ private:
                 throw Error("Mod", fmt::format("node {}: integer modulo by zero at element {}", node, fault[2]));
             case FaultCode::ScatterIndex:
                 throw Error("Scatter", fmt::format("node {}: index {} is out of range for {} elements", node, fault[2], fault[3]));
+            case FaultCode::ExpertIndex:
+                throw Error("ExpertMatmul", fmt::format("node {}: a row picks expert {}, outside [0, {})", node, fault[2], fault[3]));
         }
         throw Error("CudaRuntime", fmt::format("node {}: kernel fault {}", node, fault[0]));
     }

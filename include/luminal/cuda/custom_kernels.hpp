@@ -5,6 +5,7 @@
 
 #include "luminal/cuda/attention_kernel.hpp"
 #include "luminal/cuda/dequantize_kernel.hpp"
+#include "luminal/cuda/expert_gemv_kernel.hpp"
 #include "luminal/cuda/gemv_kernel.hpp"
 #include "luminal/cuda/sample_kernel.hpp"
 
@@ -14,6 +15,7 @@ inline std::shared_ptr<const CustomKernel> custom_kernel_for(const NodeSpec& spe
                                                              std::uint32_t node) {
     if (const auto* gemv = spec.payload_as<GemvOp>()) return gemv_kernel(spec, *gemv, dtypes, node);
     if (const auto* attention = spec.payload_as<AttentionOp>()) return attention_kernel(spec, *attention, dtypes, node);
+    if (const auto* product = spec.payload_as<ExpertMatmulOp>()) return expert_gemv_kernel(spec, *product, dtypes, node);
     if (const auto* sample = spec.payload_as<SampleTokenOp>()) return sample_kernel(spec, *sample, dtypes, node);
     if (const auto* product = spec.payload_as<QuantizedMatmulOp>()) {
         GemvOp gemv;

@@ -39,7 +39,7 @@ inline std::string_view kernel_entry(const Kernel& k) {
 }
 
 // Fault codes a kernel reports (host side: cuda/faults.hpp).
-enum class FaultCode : int { None = 0, GatherIndex = 1, ModuloByZero = 2, ScatterIndex = 3 };
+enum class FaultCode : int { None = 0, GatherIndex = 1, ModuloByZero = 2, ScatterIndex = 3, ExpertIndex = 4 };
 
 inline int dim_slot(char c) { return c >= 'a' && c <= 'z' ? c - 'a' : 26 + (c - 'A'); }
 

@@ -1,0 +1,168 @@
+#pragma once
+// ExpertMatmul (lowering/expert_matmul.hpp) on CUDA: each chosen expert's
+// weights are read once per tile of the rows that chose it, at decode and in
+// a prefill alike, and never copied. The source is expert_gemv_source.hpp.
+//
+// The grid is one-dimensional (as every launch of the runtime is): block b
+// takes the weight rows [8c, 8c + 8) of N, c = b % columns, for slot
+// j = b / columns, the j-th distinct expert among experts[0, R) in
+// increasing order; there are at most min(E, R) of them, and a block whose
+// slot names none returns. Each block marks the experts its R indexes name in
+// a shared bitmap (an index outside [0, E) is a FaultCode::ExpertIndex fault)
+// and picks the j-th set bit. It then collects the rows that chose its
+// expert, in order, a window of blockDim rows at a time (a prefix sum of the
+// matches), and runs them in tiles of `tile_rows`: the tile's activations
+// staged to shared memory as f32, then each warp streams one weight row at a
+// time, accumulating the tile's dot products in f32, summed in a butterfly.
+// Weight rows of K contiguous values on 16-byte boundaries are read as
+// 16-byte vectors, kExpertUnroll in flight per lane; any other view (K not a
+// multiple of the vector width, an odd offset, a strided row) element by
+// element through the view.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "luminal/cuda/custom_kernel.hpp"
+#include "luminal/cuda/kernel_source.hpp"
+#include "luminal/lowering/expert_matmul.hpp"
+
+namespace luminal::cuda {
+
+inline constexpr std::int64_t kExpertRowsPerBlock = 8;       // weight rows a block takes: one per warp of kThreadsPerBlock
+inline constexpr std::size_t kExpertTileBudget = 32u << 10;  // bytes of f32 activation rows a tile stages
+inline constexpr int kExpertMaxTile = 8;                     // rows a tile accumulates (registers per lane)
+inline constexpr int kExpertUnroll = 4;                      // 16-byte weight loads in flight per lane
+
+struct ExpertGemvKernel final : CustomKernel {
+    std::vector<DType> inputs;             // x, W, experts
+    std::vector<ShapeTracker> views;       // x (R * K elements in order), W [E, N, K], experts (R in order)
+    Expression rows, experts, outputs, depth;  // R, E, N, K
+    bool vector = false;                   // W's rows stream as 16-byte vectors
+    int tile_rows = 1;
+    std::uint32_t node = 0;
+
+    std::string source() const override;  // expert_gemv_source.hpp
+    std::string_view entry() const override { return "luminal_expert_gemv"; }
+    int vector_width() const { return static_cast<int>(16 / size_of(inputs[1])); }
+
+    static std::int64_t columns(std::int64_t n) { return (n + kExpertRowsPerBlock - 1) / kExpertRowsPerBlock; }
+    // Blocks with an expert to read: one row of columns per distinct expert there can be.
+    std::int64_t live_blocks(const DynMap& dims) const {
+        return std::min(experts.eval(dims), rows.eval(dims)) * columns(outputs.eval(dims));
+    }
+
+    KernelGeometry geometry(const DynMap& dims, int) const override {
+        KernelGeometry g;
+        const std::int64_t blocks = std::max<std::int64_t>(live_blocks(dims), 0);
+        g.grid = static_cast<unsigned>(blocks);
+        g.block = kThreadsPerBlock;
+        // The tile's f32 rows, the bitmap's words, then a byte per expert.
+        const std::int64_t e = experts.eval(dims);
+        g.shared_bytes = static_cast<std::size_t>(tile_rows * depth.eval(dims)) * sizeof(float) +
+                         static_cast<std::size_t>((e + 31) / 32) * sizeof(std::uint32_t) + static_cast<std::size_t>(e);
+        return g;
+    }
+
+    LaunchWork work(const DynMap& dims, std::span<const SourceInfo> sources, const KernelGeometry& g,
+                    const DeviceSpec& device) const override {
+        LaunchWork w;
+        const double r = static_cast<double>(rows.eval(dims)), e = static_cast<double>(experts.eval(dims)),
+                     n = static_cast<double>(outputs.eval(dims)), k = static_cast<double>(depth.eval(dims));
+        const double slots = std::min(e, r), live = static_cast<double>(std::max<std::int64_t>(live_blocks(dims), 0));
+        // Blocks past the distinct experts return at once: the parallelism is the live blocks.
+        w.grid = std::min<std::int64_t>(g.grid, static_cast<std::int64_t>(live));
+        w.block = static_cast<int>(g.block);
+        w.shared_bytes = g.shared_bytes;
+        // Each chosen expert once per tile of its rows (rows spread evenly over the slots).
+        const double matrices = slots * n * k, tiles = slots > 0 ? std::ceil(r / slots / tile_rows) : 0;
+        add_read(w, sources[1], matrices, device);
+        (from_l2(sources[1], device) ? w.l2_rereads : w.dram_read) +=
+            std::max(tiles - 1, 0.0) * matrices * static_cast<double>(size_of(sources[1].dtype));
+        // Every column of blocks of an expert stages its rows' activations; every block scans the indexes twice.
+        const double x_before = w.bytes();
+        add_read(w, sources[0], r * k, device);
+        w.l2_rereads += std::max(static_cast<double>(columns(static_cast<std::int64_t>(n))) - 1, 0.0) * (w.bytes() - x_before);
+        add_read(w, sources[2], r, device);
+        w.l2_rereads += std::max(2 * live - 1, 0.0) * r * static_cast<double>(size_of(sources[2].dtype));
+        add_write(w, r * n * sizeof(float), device);
+        w.dram_in_flight = vector ? 16.0 * kExpertUnroll : static_cast<double>(size_of(inputs[1]));
+        w.l2_in_flight = 16;
+        w.flops = 2 * r * n * k;
+        return w;
+    }
+
+    // Each output a dot product in f32, the activations rounded to f32 as staged.
+    void interpret(const KernelBuffers& b) const override {
+        const ReferenceInput x(*b.inputs[0], views[0], b.dims, node), w(*b.inputs[1], views[1], b.dims, node),
+            picks(*b.inputs[2], views[2], b.dims, node);
+        const std::int64_t r_count = rows.eval(b.dims), e_count = experts.eval(b.dims), n = outputs.eval(b.dims),
+                           k = depth.eval(b.dims);
+        std::vector<float> row(static_cast<std::size_t>(k));
+        for (std::int64_t r = 0; r < r_count; ++r) {
+            const std::int64_t e = picks.i(r);
+            check(e >= 0 && e < e_count, ExpertMatmulOp::name.data(), "node {}: row {} picks expert {}, outside [0, {})", node,
+                  r, e, e_count);
+            for (std::int64_t i = 0; i < k; ++i) row[static_cast<std::size_t>(i)] = static_cast<float>(x.f(r * k + i));
+            for (std::int64_t o = 0; o < n; ++o) {
+                float acc = 0;
+                for (std::int64_t i = 0; i < k; ++i)
+                    acc = std::fma(row[static_cast<std::size_t>(i)], static_cast<float>(w.f((e * n + o) * k + i)), acc);
+                b.out.store_double(static_cast<std::size_t>(r * n + o), acc);
+            }
+        }
+    }
+};
+
+namespace expert_gemv_detail {
+
+// Whether W [E, N, K] (of `dtype`) has rows of K contiguous values, each starting on a 16-byte boundary.
+inline bool streams_rows(const ShapeTracker& w, DType dtype) {
+    if (w.rank() != 3 || w.is_padded_or_masked()) return false;
+    const auto& axes = w.axes();
+    const auto k = axes[2].size.as_constant(), expert_stride = axes[0].stride.as_constant(),
+               row_stride = axes[1].stride.as_constant();
+    const auto start =
+        (w.base() + axes[0].offset * axes[0].stride + axes[1].offset * axes[1].stride + axes[2].offset).as_constant();
+    if (!k || !expert_stride || !row_stride || !start || !(axes[2].stride == Expression(1))) return false;
+    const auto bytes = static_cast<std::int64_t>(size_of(dtype));
+    auto aligned = [&](std::int64_t elements) { return (elements * bytes) % 16 == 0; };
+    return *k > 0 && aligned(*k) && aligned(*expert_stride) && aligned(*row_stride) && aligned(*start);
+}
+
+}  // namespace expert_gemv_detail
+
+// ExpertMatmul node `spec` as a kernel reading buffers of `dtypes`.
+inline std::shared_ptr<const ExpertGemvKernel> expert_gemv_kernel(const NodeSpec& spec, const ExpertMatmulOp& op,
+                                                                   std::span<const DType> dtypes, std::uint32_t node) {
+    constexpr const char* name = "cuda ExpertMatmul";
+    check(!op.quant, name, "node {}: CUDA reads f32, f16 or bf16 experts, not blocks", node);
+    check(dtypes.size() == 3 && spec.views.size() == 3, name, "node {}: needs x, the weights and the experts", node);
+    const ShapeTracker &w = spec.views[1], &picks = spec.views[2];
+    check(w.rank() == 3 && !w.is_padded_or_masked(), name, "node {}: the weights must be an unpadded [experts, out, in]",
+          node);
+    check(dtypes[1] == DType::F32 || dtypes[1] == DType::BF16 || dtypes[1] == DType::F16, name,
+          "node {}: weights must be f32, f16 or bf16, got {}", node, name_of(dtypes[1]));
+    check(is_float(dtypes[0]), name, "node {}: activations must be floats, got {}", node, name_of(dtypes[0]));
+    check(!is_float(dtypes[2]) && !picks.is_padded_or_masked(), name, "node {}: experts must be unpadded integers, got {}",
+          node, name_of(dtypes[2]));
+    auto k = std::make_shared<ExpertGemvKernel>();
+    k->inputs.assign(dtypes.begin(), dtypes.end());
+    k->views = spec.views;
+    k->rows = product(picks.dims());
+    k->experts = w.dim(0);
+    k->outputs = w.dim(1);
+    k->depth = w.dim(2);
+    k->node = node;
+    k->vector = expert_gemv_detail::streams_rows(w, dtypes[1]);
+    const auto depth = k->depth.as_constant();
+    check(depth.has_value(), name, "node {}: the row length must be a constant, got {}", node, k->depth.to_string());
+    const std::size_t row_bytes = static_cast<std::size_t>(std::max<std::int64_t>(*depth, 1)) * sizeof(float);
+    check(row_bytes <= kExpertTileBudget * 4, name, "node {}: rows of {} activations do not fit in shared memory", node,
+          *depth);
+    k->tile_rows = static_cast<int>(std::clamp<std::size_t>(kExpertTileBudget / row_bytes, 1, kExpertMaxTile));
+    return k;
+}
+
+}  // namespace luminal::cuda
+
+#include "luminal/cuda/expert_gemv_source.hpp"
