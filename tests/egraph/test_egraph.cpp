@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -332,6 +333,19 @@ TEST_CASE("limits stop an exploding rule set") {
     CHECK(report.stop == StopReason::NodeLimit);
     CHECK(report.seconds < 5);
     CHECK(g.num_nodes() < 100'000);
+}
+
+TEST_CASE("the wall-clock limit is off unless asked for, and stops a run when set") {
+    CHECK(Limits{}.seconds == std::numeric_limits<double>::infinity());
+    EGraph g;
+    arith::Context ctx;
+    arith::sum_of_vars(g, 14);
+    Limits limits;
+    limits.seconds = 0;
+    auto report = saturate(g, ctx, arith::AcRules{}, limits);
+    INFO(report.to_string());
+    CHECK(report.stop == StopReason::TimeLimit);
+    CHECK(report.iterations == 1);
 }
 
 // Delta matching must find exactly the matches a full scan finds that contain

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -25,10 +26,13 @@
 
 namespace luminal::egraph {
 
+// The iteration and node limits are the defaults' backstops because they are
+// deterministic; a wall-clock limit is opt-in, as one would make the program a
+// compilation picks depend on how fast and how loaded the machine is.
 struct Limits {
     std::size_t iterations = 64;
     std::size_t nodes = 2'000'000;
-    double seconds = 10.0;
+    double seconds = std::numeric_limits<double>::infinity();
     std::size_t match_limit = 20'000;
     std::size_t ban_length = 2;
 };
