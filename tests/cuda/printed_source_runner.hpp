@@ -3,7 +3,7 @@
 // printed text itself and not only the IR it comes from. The sources of a
 // plan are compiled into one shared library with the host C++ compiler,
 // each in its own namespace, after a shim of the CUDA subset they use: the
-// CUDA threads of a block are fibers (ucontext) switched where they wait,
+// CUDA threads of a block are fibers switched where they wait,
 // __syncthreads a barrier of the block, __shfl_xor_sync an exchange through a
 // barrier of the warp, shared memory a static (blocks run one after another),
 // f16/bf16 rounded to nearest even. PrintedSourceExecutor plugs this into
@@ -28,7 +28,9 @@ inline constexpr std::string_view kCudaHostShim = R"SHIM(#include <bit>
 #include <cstring>
 #include <functional>
 #include <math.h>
+#if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
 #include <vector>
 #define LUMINAL_HOST_SHIM
 #define __global__
@@ -71,13 +73,49 @@ struct Barrier {
   unsigned long long generation = 0;
 };
 struct Fiber {
+#if defined(__x86_64__)
+  void* sp = nullptr;
+#else
   ucontext_t context;
+#endif
   std::vector<char> stack = std::vector<char>(64 * 1024);
   bool done = false;
 };
 inline std::vector<Fiber> fibers;
 inline unsigned current = 0;
+#if defined(__x86_64__)
+// A switch that keeps only the registers a call preserves: swapcontext also
+// saves the signal mask, a system call per switch that was most of a run.
+inline void* scheduler_sp = nullptr;
+__attribute__((naked, noinline)) void switch_stack(void** /*save*/, void* /*load*/) {
+  asm("pushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
+      "movq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n\t"
+      "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\tret");
+}
+inline void to_scheduler() { switch_stack(&fibers[current].sp, scheduler_sp); }
+inline void to_fiber(Fiber& f) { switch_stack(&scheduler_sp, f.sp); }
+// The fiber's first switch pops six zero registers and returns into `entry`,
+// with the stack aligned as at a call.
+inline void start_fiber(Fiber& f, void (*entry)()) {
+  auto top = reinterpret_cast<std::uintptr_t>(f.stack.data() + f.stack.size()) & ~std::uintptr_t{15};
+  void** sp = reinterpret_cast<void**>(top);
+  *--sp = nullptr;
+  *--sp = reinterpret_cast<void*>(entry);
+  for (int i = 0; i < 6; ++i) *--sp = nullptr;
+  f.sp = sp;
+}
+#else
 inline ucontext_t scheduler;
+inline void to_scheduler() { swapcontext(&fibers[current].context, &scheduler); }
+inline void to_fiber(Fiber& f) { swapcontext(&scheduler, &f.context); }
+inline void start_fiber(Fiber& f, void (*entry)()) {
+  getcontext(&f.context);
+  f.context.uc_stack.ss_sp = f.stack.data();
+  f.context.uc_stack.ss_size = f.stack.size();
+  f.context.uc_link = &scheduler;
+  makecontext(&f.context, entry, 0);
+}
+#endif
 inline Barrier whole;
 inline std::vector<Barrier> warps;
 inline unsigned long long progress = 0;
@@ -90,7 +128,7 @@ inline void release(Barrier& b) {
 inline void wait(Barrier& b) {
   const unsigned long long generation = b.generation;
   if (++b.arrived == b.expected) return release(b);
-  while (b.generation == generation) swapcontext(&fibers[current].context, &scheduler);
+  while (b.generation == generation) to_scheduler();
 }
 inline void leave(Barrier& b) {
   if (--b.expected == b.arrived && b.arrived > 0) release(b);
@@ -101,6 +139,7 @@ inline void run_fiber() {
   leave(warps[current / 32]);
   fibers[current].done = true;
   ++progress;
+  to_scheduler();  // for good: a finished fiber is not resumed
 }
 // Runs `body` for every thread of every block, a block at a time; false when
 // a block's threads wait on each other for ever (a barrier not all reach).
@@ -115,11 +154,7 @@ inline bool launch(unsigned grid, unsigned block, const std::function<void()>& b
     warps.assign((block + 31) / 32, Barrier{});
     for (unsigned w = 0; w < warps.size(); ++w) warps[w].expected = block - w * 32 < 32 ? block - w * 32 : 32;
     for (Fiber& f : fibers) {
-      getcontext(&f.context);
-      f.context.uc_stack.ss_sp = f.stack.data();
-      f.context.uc_stack.ss_size = f.stack.size();
-      f.context.uc_link = &scheduler;
-      makecontext(&f.context, run_fiber, 0);
+      start_fiber(f, run_fiber);
       f.done = false;
     }
     for (bool running = true; running;) {
@@ -130,7 +165,7 @@ inline bool launch(unsigned grid, unsigned block, const std::function<void()>& b
         running = true;
         current = t;
         thread_index.x = t;
-        swapcontext(&scheduler, &fibers[t].context);
+        to_fiber(fibers[t]);
       }
       if (running && progress == before) return false;
     }
@@ -207,6 +242,43 @@ T atomicAdd(T* at, T value) {
 inline void __threadfence() {}
 )SHIM";
 
+inline constexpr std::string_view kHostCompileFlags = "-std=c++20 -O1 -fPIC -pthread";
+
+// Runs a host compile; its output in the Error when it fails.
+inline void host_compile(const std::string& arguments, const std::filesystem::path& log) {
+    const std::string command = fmt::format("{} {} {} > {} 2>&1", LUMINAL_TEST_HOST_CXX, kHostCompileFlags, arguments, log.string());
+    if (std::system(command.c_str()) != 0) {
+        std::ifstream in(log);
+        throw luminal::Error("printed source", fmt::format("the host compile failed ({}):\n{}", command,
+                                                           std::string(std::istreambuf_iterator<char>(in), {})));
+    }
+}
+
+// The shim as a header precompiled once per process: parsing it was most of
+// each module's compile.
+class PrecompiledShim {
+public:
+    static const std::filesystem::path& directory() {
+        static const PrecompiledShim shim;
+        return shim.dir_;
+    }
+    PrecompiledShim(const PrecompiledShim&) = delete;
+    PrecompiledShim& operator=(const PrecompiledShim&) = delete;
+
+private:
+    PrecompiledShim() : dir_(std::filesystem::temp_directory_path() / fmt::format("luminal-shim-{}", ::getpid())) {
+        std::filesystem::create_directories(dir_);
+        std::ofstream(dir_ / "shim.hpp") << kCudaHostShim;
+        host_compile(fmt::format("-x c++-header -o {} {}", (dir_ / "shim.hpp.gch").string(), (dir_ / "shim.hpp").string()),
+                     dir_ / "compile.log");
+    }
+    ~PrecompiledShim() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+    std::filesystem::path dir_;
+};
+
 // The sources of one plan, compiled for the host; entries by (source, entry name).
 class PrintedSourceModule {
 public:
@@ -216,7 +288,7 @@ public:
         static int serial = 0;
         dir_ = std::filesystem::temp_directory_path() / fmt::format("luminal-printed-{}-{}", ::getpid(), serial++);
         std::filesystem::create_directories(dir_);
-        std::string unit(kCudaHostShim);
+        std::string unit;
         for (std::size_t i = 0; i < sources.size(); ++i) {
             std::string body = sources[i];
             for (const char* include : {"#include <cuda_fp16.h>\n", "#include <cuda_bf16.h>\n"})
@@ -235,13 +307,9 @@ public:
         }
         const auto source = dir_ / "kernels.cpp", library = dir_ / "kernels.so", log = dir_ / "compile.log";
         std::ofstream(source) << unit;
-        const std::string command = fmt::format("{} -std=c++20 -O1 -shared -fPIC -pthread -o {} {} > {} 2>&1", LUMINAL_TEST_HOST_CXX,
-                                                library.string(), source.string(), log.string());
-        if (std::system(command.c_str()) != 0) {
-            std::ifstream in(log);
-            throw luminal::Error("printed source", fmt::format("the host compile failed ({}):\n{}", command,
-                                                               std::string(std::istreambuf_iterator<char>(in), {})));
-        }
+        host_compile(fmt::format("-shared -I{} -include shim.hpp -o {} {}", PrecompiledShim::directory().string(), library.string(),
+                                 source.string()),
+                     log);
         handle_ = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
         luminal::check(handle_ != nullptr, "printed source", "dlopen {}: {}", library.string(), ::dlerror());
     }

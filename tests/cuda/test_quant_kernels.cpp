@@ -64,12 +64,11 @@ CompileOptions quant_compile_options() {
 }
 
 // `g` run on the printed-source emulator (its kernels NVRTC-compiled too) and on the ReferenceRuntime with the same
-// inputs; returns both results of `out`.
-std::pair<std::vector<float>, std::vector<float>> printed_and_reference(Graph& g, Graph& reference_graph,
-                                                                          const std::vector<std::pair<GraphTensor, std::vector<std::byte>>>& inputs,
-                                                                          const std::vector<GraphTensor>& reference_inputs,
-                                                                          GraphTensor out, GraphTensor reference_out,
-                                                                          std::string_view op) {
+// inputs; returns both results of each of `outs`.
+std::vector<std::pair<std::vector<float>, std::vector<float>>> printed_and_reference(
+    Graph& g, Graph& reference_graph, const std::vector<std::pair<GraphTensor, std::vector<std::byte>>>& inputs,
+    const std::vector<GraphTensor>& reference_inputs, const std::vector<GraphTensor>& outs,
+    const std::vector<GraphTensor>& reference_outs, std::string_view op) {
     auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, quant_compile_options());
     const std::string program = report.program.to_string();
     CHECK_MESSAGE(program.find(op) != std::string::npos, program);
@@ -81,7 +80,9 @@ std::pair<std::vector<float>, std::vector<float>> printed_and_reference(Graph& g
     }
     printed.execute(g.dyn_map());
     reference.execute(reference_graph.dyn_map());
-    return {printed.get_f32(out), reference.get_f32(reference_out)};
+    std::vector<std::pair<std::vector<float>, std::vector<float>>> results;
+    for (std::size_t i = 0; i < outs.size(); ++i) results.emplace_back(printed.get_f32(outs[i]), reference.get_f32(reference_outs[i]));
+    return results;
 }
 
 // Each of `got` within `tolerance` of `want`, relative to the larger of it and `scale`.
@@ -102,33 +103,48 @@ std::vector<std::byte> f32_bytes(const std::vector<float>& v) {
 TEST_CASE("the quantized GEMV: every block format, rows of whole and partial 256-element runs, row tails, 1 and 3 tokens, "
           "f32 and 8-bit activations") {
     constexpr std::int64_t kRows = 37;  // not a whole number of warps, blocks or grids
+    // Every case in one graph, so the printed sources compile once.
+    struct Case {
+        QuantFormat format;
+        std::int64_t cols, tokens;
+        Activations act;
+    };
+    std::vector<Case> cases;
     for (QuantFormat f : kDeviceFormats) {
         const bool k_format = block_elements(f) == 256;
         // A row within one chunk, and one of several chunks (the last partial) not a multiple of 256 where blocks allow.
         const std::vector<std::int64_t> row_lengths = k_format ? std::vector<std::int64_t>{256, 3840} : std::vector<std::int64_t>{96, 3872};
         for (std::int64_t cols : row_lengths)
             for (std::int64_t tokens : {1, 3})
-                for (Activations act : {Activations::F32, Activations::Q8}) {
-                    CAPTURE(io::name_of(f));
-                    CAPTURE(cols);
-                    CAPTURE(tokens);
-                    CAPTURE(act == Activations::Q8);
-                    const QuantizedMatmulOp op{f, kRows, cols, act, WeightLayout::Blocks};
-                    Graph g, r;
-                    auto x = g.named_tensor("x", {tokens, cols});
-                    auto blocks = g.named_tensor("blocks", {quantized_bytes(f, kRows, cols)}, DType::U8);
-                    auto y = custom_op(op, {x, blocks}).output();
-                    // The reference: QuantizedMatmul's semantics on the ReferenceRuntime (io's decoders, activations
-                    // rounded by lowering's round_to_q8_blocks).
-                    auto rx = r.named_tensor("x", {tokens, cols});
-                    auto rblocks = r.named_tensor("blocks", {quantized_bytes(f, kRows, cols)}, DType::U8);
-                    auto ry = custom_op(op, {rx, rblocks}).output();
-                    const auto [got, want] = printed_and_reference(
-                        g, r, {{x, f32_bytes(random_activations(static_cast<std::size_t>(tokens * cols), cols + tokens))},
-                               {blocks, random_blocks(f, kRows, cols, static_cast<std::uint64_t>(f) * 7 + cols)}},
-                        {rx, rblocks}, y, ry, "QuantizedMatmul");
-                    check_within(got, want, 1e-4);
-                }
+                for (Activations act : {Activations::F32, Activations::Q8}) cases.push_back({f, cols, tokens, act});
+    }
+    Graph g, r;
+    std::vector<std::pair<GraphTensor, std::vector<std::byte>>> inputs;
+    std::vector<GraphTensor> reference_inputs, outs, reference_outs;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const auto [f, cols, tokens, act] = cases[i];
+        const QuantizedMatmulOp op{f, kRows, cols, act, WeightLayout::Blocks};
+        // The reference: QuantizedMatmul's semantics on the ReferenceRuntime (io's decoders, activations rounded by
+        // lowering's round_to_q8_blocks).
+        for (Graph* graph : {&g, &r}) {
+            auto x = graph->named_tensor(fmt::format("x{}", i), {tokens, cols});
+            auto blocks = graph->named_tensor(fmt::format("blocks{}", i), {quantized_bytes(f, kRows, cols)}, DType::U8);
+            (graph == &g ? outs : reference_outs).push_back(custom_op(op, {x, blocks}).output());
+            if (graph == &r) {
+                reference_inputs.insert(reference_inputs.end(), {x, blocks});
+                continue;
+            }
+            inputs.emplace_back(x, f32_bytes(random_activations(static_cast<std::size_t>(tokens * cols), cols + tokens)));
+            inputs.emplace_back(blocks, random_blocks(f, kRows, cols, static_cast<std::uint64_t>(f) * 7 + cols));
+        }
+    }
+    const auto results = printed_and_reference(g, r, inputs, reference_inputs, outs, reference_outs, "QuantizedMatmul");
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        CAPTURE(io::name_of(cases[i].format));
+        CAPTURE(cases[i].cols);
+        CAPTURE(cases[i].tokens);
+        CAPTURE(cases[i].act == Activations::Q8);
+        check_within(results[i].first, results[i].second, 1e-4);
     }
 }
 
@@ -149,9 +165,9 @@ TEST_CASE("Matmul of a dequantized weight becomes the quantized GEMV; the device
             Graph g, r;
             auto [x, blocks, y] = product(g, false);
             auto [rx, rblocks, ry] = product(r, false);
-            const auto [got, want] = printed_and_reference(g, r, {{x, f32_bytes(random_activations(2 * cols, 5))}, {blocks, weight}},
-                                                          {rx, rblocks}, y, ry, "QuantizedMatmul");
-            check_within(got, want, 1e-4);
+            const auto results = printed_and_reference(g, r, {{x, f32_bytes(random_activations(2 * cols, 5))}, {blocks, weight}},
+                                                       {rx, rblocks}, {y}, {ry}, "QuantizedMatmul");
+            check_within(results[0].first, results[0].second, 1e-4);
         }
         // The whole matrix decoded on the device (what a prefill's cuBLASLt product reads), and, in a graph of
         // its own, rows looked up (the last one out of range in a second run: a fault naming the node).
