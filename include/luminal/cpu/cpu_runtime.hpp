@@ -11,9 +11,6 @@
 // Products, quantized ops and large elementwise regions run on the runtime's
 // thread pool (CpuOptions::threads), split so that results do not depend on
 // the thread count: deterministic.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +27,7 @@
 #include "luminal/egraph/rule.hpp"
 #include "luminal/graph/graph.hpp"
 #include "luminal/graph/graph_tensor.hpp"
+#include "luminal/io/mapped_file.hpp"
 #include "luminal/cpu/aligned_buffer.hpp"
 #include "luminal/cpu/dtype.hpp"
 #include "luminal/cpu/expert_matmul.hpp"
@@ -476,7 +474,7 @@ private:
         cpu::interleave_weight(w.format, w.rows, w.cols, in.data(), in.interleaved.data(), *threads_);
         in.interleaved_as = w;
         if (w.original_read) return;
-        if (in.borrowed) release_pages(in.borrowed, static_cast<std::size_t>(in.count));
+        if (in.borrowed) io::release_mapped_pages({in.borrowed, static_cast<std::size_t>(in.count)});
         else in.buffer = cpu::AlignedBuffer{}, in.released = true;  // a copy (reordered Q/K rows): freed
     }
     // The file's blocks again, from the repacked copy (the repack is exact both ways).
@@ -488,13 +486,6 @@ private:
         in.released = false;
     }
 
-    // Hands the whole pages of a mapped range back to the kernel.
-    static void release_pages(const std::byte* p, std::size_t bytes) {
-        const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-        const auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
-        const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
-        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-    }
     // Where node `reader` finds the blocks of its weight, source `s`.
     const std::byte* weight_data(std::uint32_t reader, std::uint32_t s) const {
         return plans_[reader].reads_interleaved ? inputs_[s]->interleaved.data() : data_[s];

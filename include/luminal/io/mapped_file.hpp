@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <span>
@@ -18,6 +19,15 @@
 #include <utility>
 
 namespace luminal::io {
+
+// Hands the whole pages of a range of a read-only file mapping back to the
+// kernel; touched again, they are read from the file.
+inline void release_mapped_pages(std::span<const std::byte> range) {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto start = reinterpret_cast<std::uintptr_t>(range.data());
+    const auto begin = (start + page - 1) / page * page, end = (start + range.size()) / page * page;
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
 
 class MappedFile {
 public:

@@ -32,15 +32,20 @@ concept Checkpoint = requires(const C& checkpoint, std::string_view name, DType 
     { checkpoint.values(name) } -> std::same_as<std::vector<float>>;
 };
 
-// A quantized matrix's blocks; `owner` keeps `bytes` valid (a mapped file).
+// Stored bytes (a quantized matrix's blocks, or a tensor in the dtype the model
+// wants); `owner`, when set, keeps `bytes` valid: a mapped file the runtime may
+// read in place.
 struct StoredBlocks {
     std::span<const std::byte> bytes;
     std::shared_ptr<const void> owner;
 };
 
+// With an `owner` that keeps `model` alive, tensors in the wanted dtype are
+// offered in place (mapped()) for a runtime to read without a copy.
 class SafetensorsCheckpoint {
 public:
-    explicit SafetensorsCheckpoint(const io::SafetensorsModel& model) : model_(model) {}
+    explicit SafetensorsCheckpoint(const io::SafetensorsModel& model, std::shared_ptr<const void> owner = {})
+        : model_(model), owner_(std::move(owner)) {}
 
     std::string location() const { return model_.path().string(); }
     std::vector<std::string> tensor_names() const {
@@ -57,9 +62,16 @@ public:
         return std::nullopt;
     }
     std::vector<float> values(std::string_view name) const { return io::to_f32(model_.at(name)); }
+    // The tensor's bytes in its mapped file, when stored as `dtype` and the mapping outlives the checkpoint.
+    std::optional<StoredBlocks> mapped(std::string_view name, DType dtype) const {
+        if (!owner_) return std::nullopt;
+        if (const auto bytes = bytes_as(name, dtype)) return StoredBlocks{*bytes, owner_};
+        return std::nullopt;
+    }
 
 private:
     const io::SafetensorsModel& model_;
+    std::shared_ptr<const void> owner_;
 };
 
 }  // namespace luminal::nn

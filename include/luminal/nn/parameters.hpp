@@ -14,6 +14,7 @@
 #include "luminal/graph/graph_tensor.hpp"
 #include "luminal/graph/ops_custom.hpp"
 #include "luminal/lowering/quantized.hpp"
+#include "luminal/io/mapped_file.hpp"
 #include "luminal/nn/checkpoint.hpp"
 
 #include <algorithm>
@@ -129,22 +130,59 @@ public:
                 }
             } else if (p.stacked.empty()) {
                 check_shape(weights, p.name, p.shape);
+                if (borrow_mapped(rt, weights, p)) continue;
                 if (const auto bytes = weights.bytes_as(p.name, p.tensor.dtype())) rt.set_bytes(p.tensor, *bytes);
                 else rt.set_data(p.tensor, weights.values(p.name));
             } else {
-                const Dims part(p.shape.begin() + 1, p.shape.end());
-                std::vector<float> values;
-                for (const std::string& name : p.stacked) {
-                    check_shape(weights, name, part);
-                    const auto part_values = weights.values(name);
-                    values.insert(values.end(), part_values.begin(), part_values.end());
-                }
-                rt.set_data(p.tensor, values);
+                bind_stacked(rt, weights, p);
             }
         }
     }
 
 private:
+    // Lets the runtime read a tensor stored in its dtype where the checkpoint maps it.
+    template <typename Runtime, Checkpoint Weights>
+    static bool borrow_mapped(Runtime& rt, const Weights& weights, const Parameter& p) {
+        if constexpr (requires { weights.mapped(p.name, p.tensor.dtype()); rt.borrow_bytes(p.tensor, {}, {}); }) {
+            if (const auto stored = weights.mapped(p.name, p.tensor.dtype())) {
+                rt.borrow_bytes(p.tensor, stored->bytes, stored->owner);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // Parts stored in the tensor's dtype are copied together as they are (a
+    // mapped part's pages then go back to the kernel, so the parts are not
+    // resident twice); others through their f32 values.
+    template <typename Runtime, Checkpoint Weights>
+    static void bind_stacked(Runtime& rt, const Weights& weights, const Parameter& p) {
+        const Dims part(p.shape.begin() + 1, p.shape.end());
+        const DType dtype = p.tensor.dtype();
+        bool as_stored = true;
+        for (const std::string& name : p.stacked) {
+            check_shape(weights, name, part);
+            as_stored = as_stored && weights.bytes_as(name, dtype).has_value();
+        }
+        if (!as_stored) {
+            std::vector<float> values;
+            for (const std::string& name : p.stacked) {
+                const auto part_values = weights.values(name);
+                values.insert(values.end(), part_values.begin(), part_values.end());
+            }
+            return rt.set_data(p.tensor, values);
+        }
+        std::vector<std::byte> bytes;
+        for (const std::string& name : p.stacked) {
+            const std::span<const std::byte> stored = *weights.bytes_as(name, dtype);
+            if (bytes.empty()) bytes.reserve(stored.size() * p.stacked.size());
+            bytes.insert(bytes.end(), stored.begin(), stored.end());
+            if constexpr (requires { weights.mapped(name, dtype); })
+                if (weights.mapped(name, dtype)) io::release_mapped_pages(stored);
+        }
+        rt.set_bytes(p.tensor, bytes);
+    }
+
     // The one block format every part is kept in, if any (a mix is stacked as values).
     std::optional<QuantFormat> stacked_format(const std::vector<std::string>& parts, const Dims& part) const {
         if (part.size() != 2 || parts.empty()) return std::nullopt;

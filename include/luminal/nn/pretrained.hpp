@@ -57,9 +57,10 @@ public:
     // Calls `use` with the weights as a Checkpoint.
     template <typename Use>
     decltype(auto) with_checkpoint(Use&& use) const {
-        if (const auto* safetensors = std::get_if<io::SafetensorsModel>(&weights_)) {
-            if (text_layout_) return use(TextCheckpoint(SafetensorsCheckpoint(*safetensors), *text_layout_));
-            return use(SafetensorsCheckpoint(*safetensors));
+        if (const auto* safetensors = std::get_if<std::shared_ptr<const io::SafetensorsModel>>(&weights_)) {
+            SafetensorsCheckpoint checkpoint(**safetensors, *safetensors);
+            if (text_layout_) return use(TextCheckpoint(std::move(checkpoint), *text_layout_));
+            return use(std::move(checkpoint));
         }
         const auto& gguf = std::get<std::shared_ptr<const io::GgufFile>>(weights_);
         return use(GgufCheckpoint(*gguf, config_, gguf));
@@ -68,13 +69,13 @@ public:
     // The weight matrices stored in a block format luminal keeps quantized
     // (ModelOptions::quantized); none for a Hugging Face directory.
     std::map<std::string, QuantFormat, std::less<>> quantized_weights() const {
-        if (std::holds_alternative<io::SafetensorsModel>(weights_)) return {};
+        if (std::holds_alternative<std::shared_ptr<const io::SafetensorsModel>>(weights_)) return {};
         return GgufCheckpoint(*std::get<std::shared_ptr<const io::GgufFile>>(weights_), config_).quantized_formats();
     }
 
 private:
-    // The GGUF file is shared with the runtimes that read its blocks in place.
-    using Weights = std::variant<io::SafetensorsModel, std::shared_ptr<const io::GgufFile>>;
+    // The files are shared with the runtimes that read their tensors in place.
+    using Weights = std::variant<std::shared_ptr<const io::SafetensorsModel>, std::shared_ptr<const io::GgufFile>>;
 
     PretrainedModel(std::filesystem::path path, io::ModelConfig config, io::Tokenizer tokenizer,
                     std::optional<io::ChatFamily> chat, Weights weights)
@@ -96,7 +97,8 @@ private:
         if (layout)
             std::fprintf(stderr, "luminal: %s is a multimodal checkpoint: loading its text model, ignoring %zu "
                          "vision/audio tensor(s)\n", dir.string().c_str(), layout->other_modality_tensors());
-        PretrainedModel model(dir, std::move(config), std::move(tokenizer), chat, std::move(weights));
+        PretrainedModel model(dir, std::move(config), std::move(tokenizer), chat,
+                              std::make_shared<const io::SafetensorsModel>(std::move(weights)));
         model.text_layout_ = std::move(layout);
         return model;
     }

@@ -96,6 +96,11 @@ public:
         return inner_.bytes_as(at(name), dtype);
     }
     std::vector<float> values(std::string_view name) const { return inner_.values(at(name)); }
+    std::optional<StoredBlocks> mapped(std::string_view name, DType dtype) const
+        requires requires(const Inner& inner, std::string_view n, DType d) { inner.mapped(n, d); }
+    {
+        return inner_.mapped(at(name), dtype);
+    }
 
 private:
     const std::string* find(std::string_view name) const {
