@@ -156,9 +156,12 @@ int plan(const Args& args) {
         const auto layers = static_cast<std::int64_t>(config.layers.size());
         const luminal::nn::CausalLm unquantized = luminal::nn::build_causal_lm(config, model_options);
         for (const luminal::nn::Parameter& p : unquantized.parameters.parameters()) {
-            if (p.shape.size() != 2 || !p.stacked.empty() || !p.computed.empty()) continue;
-            const luminal::QuantFormat f = plan_format(args.plan_quant, p.name, layers);
-            if (p.shape[1] % luminal::block_elements(f) == 0) model_options.quantized.emplace(p.name, f);
+            // A matrix, or the matrices a parameter stacks (a mixture's experts), each in its own format.
+            if (p.shape.size() != (p.stacked.empty() ? 2u : 3u) || !p.computed.empty()) continue;
+            for (const std::string& name : p.stacked.empty() ? std::vector<std::string>{p.name} : p.stacked) {
+                const luminal::QuantFormat f = plan_format(args.plan_quant, name, layers);
+                if (p.shape.back() % luminal::block_elements(f) == 0) model_options.quantized.emplace(name, f);
+            }
         }
     }
     luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, model_options);

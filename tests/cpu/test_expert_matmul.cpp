@@ -4,20 +4,19 @@
 // SwiGLU mixture written here, over expert counts 1..8, top-k 1..8, 1..64
 // tokens with repeated and unused experts, f32/f16/bf16 weights and 1 or 2
 // threads. Weights are multiples of 1/64 (exact in every dtype), so the only
-// difference is float summation order. Block-quantized experts (every format:
-// the 40 rows of tools/gen_quantized_fixtures.py's matrices as 5 experts of 8)
-// are read as blocks and equal the gguf package's dequantized rows times x,
-// with f32 activations and rounded to Q8 blocks.
+// difference is float summation order. Block-quantized experts are read as
+// blocks (tests/quantized_experts.hpp).
 #include <doctest/doctest.h>
 
 #include <luminal/luminal.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "../quantized_experts.hpp"
 
 namespace {
 
@@ -129,68 +128,15 @@ void check_mixture(const MoeShape& s, DType dtype, int threads) {
     }
 }
 
-const std::filesystem::path kQuantizedProducts =
-    std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "quantized" / "products.safetensors";
-
-// x rounded as llama.cpp's Q8_0 rounds activations: per 32 values d = max|x| / 127, q = round(x / d).
-std::vector<double> q8_rounded(const float* x, std::int64_t k) {
-    std::vector<double> out(static_cast<std::size_t>(k));
-    for (std::int64_t b = 0; b < k; b += 32) {
-        float amax = 0;
-        for (std::int64_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
-        const float d = amax / 127.0f, inverse = d != 0 ? 1.0f / d : 0.0f;
-        for (std::int64_t i = b; i < b + 32; ++i) out[i] = double(std::round(x[i] * inverse)) * double(d);
-    }
-    return out;
-}
-
-void check_quantized_experts(luminal::QuantFormat format, bool q8_activations) {
-    CAPTURE(luminal::io::name_of(format));
-    CAPTURE(q8_activations);
-    const auto file = luminal::io::SafetensorsFile::open(kQuantizedProducts);
-    const std::string f(luminal::io::name_of(format));
-    const std::int64_t cols = luminal::block_elements(format) == 256 ? 512 : 96, experts = 5, rows = 8, tokens = 13;
-    luminal::Graph cx;
-    auto x = cx.tensor({tokens, cols});
-    auto picked = cx.tensor({tokens}, DType::I32);
-    auto blocks = cx.named_tensor("blocks", {luminal::quantized_bytes(format, experts * rows, cols)}, DType::U8);
-    auto w = luminal::custom_op(luminal::DequantizeOp{format, experts * rows, cols, q8_activations}, {blocks})
-                 .reshape({experts, rows, cols});
-    auto y = w.index_select(0, picked).matmul(x.unsqueeze(-1)).output();  // [tokens, rows, 1]
-    luminal::CompileOptions options;
-    options.verbosity = 0;
-    auto [rt, report] = luminal::compile_with_report(cx, luminal::CpuRuntime(luminal::CpuOptions{2}), options);
-    const std::string program = report.program.to_string();
-    CHECK(program.find("ExpertMatmul") != std::string::npos);
-    CHECK(program.find("Dequantize") == std::string::npos);  // the blocks are read as they are
-    CHECK(program.find(q8_activations ? "activations q8" : "activations f32") != std::string::npos);
-
-    const auto activations = luminal::io::to_f32(file.at(cols == 512 ? "x256" : "x"));
-    const auto dequantized = luminal::io::to_f32(file.at(f + ".dequantized"));
-    const std::vector<std::int32_t> chosen{4, 0, 4, 2, 4, 0, 0, 2, 4, 4, 0, 2, 4};  // experts 1 and 3 unused
-    rt.set_data(x, std::vector<float>(activations.begin(), activations.begin() + tokens * cols));
-    rt.set_data(picked, chosen);
-    rt.set_bytes(blocks, file.at(f + ".blocks").bytes);
-    rt.execute(cx.dyn_map());
-    const auto got = rt.get_f32(y);
-    double worst = 0;
-    for (std::int64_t t = 0; t < tokens; ++t) {
-        const float* xt = activations.data() + t * cols;
-        const std::vector<double> a = q8_activations ? q8_rounded(xt, cols) : std::vector<double>(xt, xt + cols);
-        for (std::int64_t o = 0; o < rows; ++o) {
-            double want = 0;
-            for (std::int64_t i = 0; i < cols; ++i) want += a[i] * dequantized[(chosen[t] * rows + o) * cols + i];
-            worst = std::max(worst, std::abs(got[t * rows + o] - want) / (1 + std::abs(want)));
-        }
-    }
-    CHECK(worst <= 2e-5);
-}
-
 }  // namespace
 
 TEST_CASE("block-quantized experts are read as their blocks and equal the dequantized experts' products") {
-    for (luminal::QuantFormat format : luminal::kBlockQuantized)
-        for (bool q8 : {false, true}) check_quantized_experts(format, q8);
+    luminal_test::QuantizedExperts experts;
+    luminal::CompileOptions options;
+    options.verbosity = 0;
+    auto [rt, report] = luminal::compile_with_report(experts.cx, luminal::CpuRuntime(luminal::CpuOptions{2}), options);
+    experts.check_program(report.program.to_string());
+    experts.run_and_check(rt);
 }
 
 TEST_CASE("a mixture of experts reads the chosen experts in place and equals the routed mixture") {

@@ -6,6 +6,7 @@
 // experts, f32/f16/bf16 weights, rows that stream as 16-byte vectors and rows
 // that do not (K not a multiple of the vector width). Weights and inputs are
 // multiples of 1/64, so the results differ only by float summation order.
+// Block-quantized experts are read as blocks (tests/quantized_experts.hpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../quantized_experts.hpp"
 #include "nvrtc_coverage.hpp"
 #include "printed_source_runner.hpp"
 
@@ -205,6 +207,23 @@ TEST_CASE("the expert GEMV on the host emulator: expert counts 1..8, top-k 1..8,
                                                         {1, 5, 64});
     }
     check_mixtures<luminal_test::CompilingEmulator>({{128, 8, 32, 16, DType::BF16}}, {1, 2});
+}
+
+TEST_CASE("block-quantized experts as their blocks: every kept format, f32 and 8-bit activations, on the host emulator and "
+          "through the printed source") {
+    CompileOptions options;
+    options.verbosity = 0;
+    {
+        luminal_test::QuantizedExperts experts;
+        auto [rt, report] = compile_with_report(experts.cx, luminal_test::CompilingEmulator{}, options);
+        experts.check_program(report.program.to_string());
+        experts.run_and_check(rt);
+    }
+    luminal_test::QuantizedExperts experts;
+    auto [rt, report] = compile_with_report(experts.cx, luminal_test::PrintedSourceEmulator{}, options);
+    experts.check_program(report.program.to_string());
+    luminal_test::NvrtcCoverage::get().compile(rt.plan());
+    experts.run_and_check(rt);
 }
 
 TEST_CASE("an expert index outside [0, E) is an Error, on the host emulator and from the printed kernel's fault") {

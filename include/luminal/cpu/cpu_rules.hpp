@@ -2,7 +2,8 @@
 // The CPU backend's rules: the core rules, the backend-neutral lowering, and
 // what is the CPU's own: products and lookups of block-quantized weights read
 // the blocks; products read a 16-bit KV cache as stored. Mixture-of-experts
-// products read the chosen experts in place (lowering/expert_rules.hpp).
+// products read the chosen experts in place, as blocks where quantized
+// (lowering/expert_rules.hpp).
 #include "luminal/egraph/core_rules.hpp"
 #include "luminal/lowering/expert_rules.hpp"
 #include "luminal/lowering/quantized.hpp"
@@ -113,39 +114,6 @@ struct GatherOfDequantized {
     }
 };
 
-// ExpertMatmul over the stacked experts of a Dequantize ([E * N, K] read as
-// [E, N, K]): the product reads each chosen expert's blocks, with f32
-// activations or (when the weight allows it) activations rounded to Q8.
-struct ExpertMatmulOfDequantized {
-    static constexpr std::string_view name = "expert-matmul-of-dequantized";
-    using pattern = As<"product", Pat<op_symbol<ExpertMatmulOp>, Var<"x">, As<"deq", Pat<op_symbol<DequantizeOp>, Var<"q">>>,
-                                      Var<"experts">>>;
-    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        const NodeSpec& product = ctx.spec(g, m.node<"product">());
-        const DequantizeOp* deq = ctx.spec(g, m.node<"deq">()).payload_as<DequantizeOp>();
-        if (!deq || product.payload_as<ExpertMatmulOp>()->quant) return false;
-        const ShapeTracker& w = product.views[1];
-        const auto count = w.rank() == 3 ? w.dim(0).as_constant() : std::nullopt;
-        return count && *count > 0 && w.is_contiguous() && !has_padding(w) && w.dim(1) == Expression(deq->rows / *count) &&
-               w.dim(2) == Expression(deq->cols) && deq->rows % *count == 0;
-    }
-    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        const NodeSpec product = ctx.spec(g, m.node<"product">());
-        const NodeSpec& deq_spec = ctx.spec(g, m.node<"deq">());
-        const DequantizeOp deq = *deq_spec.payload_as<DequantizeOp>();
-        const std::int64_t rows = *product.views[1].dim(1).as_constant();
-        const ShapeTracker blocks = deq_spec.views[0];
-        ClassId children[] = {m.var<"x">(), m.var<"q">(), m.var<"experts">()};
-        const ClassId root = m.root(g);
-        for (Activations act : {Activations::F32, Activations::Q8}) {
-            if (act == Activations::Q8 && !deq.q8_activations) continue;
-            ExpertMatmulOp op{QuantizedMatmulOp{deq.format, rows, deq.cols, act, WeightLayout::Blocks}};
-            NodeSpec quantized = NodeSpec::backend(op, {product.views[0], blocks, product.views[2]}, product.shape, DType::F32);
-            g.merge(root, add_spec(g, ctx, std::move(quantized), children));
-        }
-    }
-};
-
-using CpuRules = concat_t<CoreRules, LoweringRules, ExpertRules, RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix, ExpertMatmulOfDequantized>>;
+using CpuRules = concat_t<CoreRules, LoweringRules, ExpertRules, RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix>>;
 
 }  // namespace luminal::egraph

@@ -4,8 +4,8 @@
 // block-per-output kernel, and with the fused region it reads as its
 // prologue; an elementwise result with the per-row values it reads as one
 // row kernel (row_fusion.hpp); a Matmul of two matrices of one float dtype
-// also through cuBLASLt; a mixture of experts' products as ExpertMatmul
-// (lowering/expert_rules.hpp). The search profiles the alternatives.
+// also through cuBLASLt; a mixture of experts' products as ExpertMatmul, on
+// a quantized model's blocks too (lowering/expert_rules.hpp). The search profiles the alternatives.
 #include "luminal/cuda/attention_rules.hpp"
 #include "luminal/cuda/blas_matmul_op.hpp"
 #include "luminal/cuda/gemv_rules.hpp"

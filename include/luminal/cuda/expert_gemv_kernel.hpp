@@ -24,6 +24,8 @@
 
 #include "luminal/cuda/custom_kernel.hpp"
 #include "luminal/cuda/kernel_source.hpp"
+#include "luminal/cuda/quant_gemv_kernel.hpp"
+#include "luminal/io/gguf_quants.hpp"
 #include "luminal/lowering/expert_matmul.hpp"
 
 namespace luminal::cuda {
@@ -32,16 +34,23 @@ inline constexpr std::int64_t kExpertRowsPerBlock = 8;       // weight rows a bl
 inline constexpr std::size_t kExpertTileBudget = 32u << 10;  // bytes of f32 activation rows a tile stages
 inline constexpr int kExpertMaxTile = 8;                     // rows a tile accumulates (registers per lane)
 inline constexpr int kExpertUnroll = 4;                      // 16-byte weight loads in flight per lane
+inline constexpr std::size_t kExpertStageBytes = kExpertRowsPerBlock * kQuantGemvStageBytes;  // quantized: the warps' chunk stages
 
 struct ExpertGemvKernel final : CustomKernel {
     std::vector<DType> inputs;             // x, W, experts
-    std::vector<ShapeTracker> views;       // x (R * K elements in order), W [E, N, K], experts (R in order)
+    std::vector<ShapeTracker> views;       // x (R * K elements in order), W [E, N, K] (or its blocks), experts (R in order)
+    std::optional<QuantizedMatmulOp> quant;  // rows, cols: one expert's matrix
     Expression rows, experts, outputs, depth;  // R, E, N, K
     bool vector = false;                   // W's rows stream as 16-byte vectors
     int tile_rows = 1;
     std::uint32_t node = 0;
 
     std::string source() const override;  // expert_gemv_source.hpp
+    // Shared bytes one staged activation row takes.
+    std::size_t staged_bytes() const {
+        const std::int64_t k = *depth.as_constant();
+        return quant ? quant_staged_bytes(quant->activations, k) : static_cast<std::size_t>(k) * sizeof(float);
+    }
     std::string_view entry() const override { return "luminal_expert_gemv"; }
     int vector_width() const { return static_cast<int>(16 / size_of(inputs[1])); }
 
@@ -56,9 +65,9 @@ struct ExpertGemvKernel final : CustomKernel {
         const std::int64_t blocks = std::max<std::int64_t>(live_blocks(dims), 0);
         g.grid = static_cast<unsigned>(blocks);
         g.block = kThreadsPerBlock;
-        // The tile's f32 rows, the bitmap's words, then a byte per expert.
+        // Quantized, the chunk stages; the tile's rows (f32, and their 8-bit blocks), the bitmap's words, then a byte per expert.
         const std::int64_t e = experts.eval(dims);
-        g.shared_bytes = static_cast<std::size_t>(tile_rows * depth.eval(dims)) * sizeof(float) +
+        g.shared_bytes = (quant ? kExpertStageBytes : 0) + static_cast<std::size_t>(tile_rows) * staged_bytes() +
                          static_cast<std::size_t>((e + 31) / 32) * sizeof(std::uint32_t) + static_cast<std::size_t>(e);
         return g;
     }
@@ -74,7 +83,8 @@ struct ExpertGemvKernel final : CustomKernel {
         w.block = static_cast<int>(g.block);
         w.shared_bytes = g.shared_bytes;
         // Each chosen expert once per tile of its rows (rows spread evenly over the slots).
-        const double matrices = slots * n * k, tiles = slots > 0 ? std::ceil(r / slots / tile_rows) : 0;
+        const double matrices = slots * (quant ? static_cast<double>(quantized_bytes(quant->format, quant->rows, quant->cols)) : n * k),
+                     tiles = slots > 0 ? std::ceil(r / slots / tile_rows) : 0;
         add_read(w, sources[1], matrices, device);
         (from_l2(sources[1], device) ? w.l2_rereads : w.dram_read) +=
             std::max(tiles - 1, 0.0) * matrices * static_cast<double>(size_of(sources[1].dtype));
@@ -85,28 +95,35 @@ struct ExpertGemvKernel final : CustomKernel {
         add_read(w, sources[2], r, device);
         w.l2_rereads += std::max(2 * live - 1, 0.0) * r * static_cast<double>(size_of(sources[2].dtype));
         add_write(w, r * n * sizeof(float), device);
-        w.dram_in_flight = vector ? 16.0 * kExpertUnroll : static_cast<double>(size_of(inputs[1]));
+        w.dram_in_flight = quant ? 16.0 * kQuantGemvLoads : vector ? 16.0 * kExpertUnroll : static_cast<double>(size_of(inputs[1]));
         w.l2_in_flight = 16;
-        w.flops = 2 * r * n * k;
+        w.flops = quant && quant->activations == Activations::Q8 ? r * n * k : 2 * r * n * k;
         return w;
     }
 
-    // Each output a dot product in f32, the activations rounded to f32 as staged.
+    // Each output a dot product in f32, the activations rounded to f32 as staged (and then to 8-bit blocks for
+    // Activations::Q8); blocks decoded by io's decoders, as the source decodes each group.
     void interpret(const KernelBuffers& b) const override {
         const ReferenceInput x(*b.inputs[0], views[0], b.dims, node), w(*b.inputs[1], views[1], b.dims, node),
             picks(*b.inputs[2], views[2], b.dims, node);
         const std::int64_t r_count = rows.eval(b.dims), e_count = experts.eval(b.dims), n = outputs.eval(b.dims),
                            k = depth.eval(b.dims);
+        std::vector<float> decoded;
+        if (quant) decoded = quantized_detail::dequantized(w, quant->format, e_count * n, k, ExpertMatmulOp::name, node);
+        auto weight = [&](std::int64_t at) { return quant ? decoded[static_cast<std::size_t>(at)] : static_cast<float>(w.f(at)); };
+        std::vector<double> staged(static_cast<std::size_t>(k));
         std::vector<float> row(static_cast<std::size_t>(k));
         for (std::int64_t r = 0; r < r_count; ++r) {
             const std::int64_t e = picks.i(r);
             check(e >= 0 && e < e_count, ExpertMatmulOp::name.data(), "node {}: row {} picks expert {}, outside [0, {})", node,
                   r, e, e_count);
-            for (std::int64_t i = 0; i < k; ++i) row[static_cast<std::size_t>(i)] = static_cast<float>(x.f(r * k + i));
+            for (std::int64_t i = 0; i < k; ++i) staged[static_cast<std::size_t>(i)] = static_cast<float>(x.f(r * k + i));
+            if (quant && quant->activations == Activations::Q8) round_to_q8_blocks(staged);
+            for (std::int64_t i = 0; i < k; ++i) row[static_cast<std::size_t>(i)] = static_cast<float>(staged[static_cast<std::size_t>(i)]);
             for (std::int64_t o = 0; o < n; ++o) {
                 float acc = 0;
                 for (std::int64_t i = 0; i < k; ++i)
-                    acc = std::fma(row[static_cast<std::size_t>(i)], static_cast<float>(w.f((e * n + o) * k + i)), acc);
+                    acc = std::fma(row[static_cast<std::size_t>(i)], weight((e * n + o) * k + i), acc);
                 b.out.store_double(static_cast<std::size_t>(r * n + o), acc);
             }
         }
@@ -135,13 +152,8 @@ inline bool streams_rows(const ShapeTracker& w, DType dtype) {
 inline std::shared_ptr<const ExpertGemvKernel> expert_gemv_kernel(const NodeSpec& spec, const ExpertMatmulOp& op,
                                                                    std::span<const DType> dtypes, std::uint32_t node) {
     constexpr const char* name = "cuda ExpertMatmul";
-    check(!op.quant, name, "node {}: CUDA reads f32, f16 or bf16 experts, not blocks", node);
     check(dtypes.size() == 3 && spec.views.size() == 3, name, "node {}: needs x, the weights and the experts", node);
     const ShapeTracker &w = spec.views[1], &picks = spec.views[2];
-    check(w.rank() == 3 && !w.is_padded_or_masked(), name, "node {}: the weights must be an unpadded [experts, out, in]",
-          node);
-    check(dtypes[1] == DType::F32 || dtypes[1] == DType::BF16 || dtypes[1] == DType::F16, name,
-          "node {}: weights must be f32, f16 or bf16, got {}", node, name_of(dtypes[1]));
     check(is_float(dtypes[0]), name, "node {}: activations must be floats, got {}", node, name_of(dtypes[0]));
     check(!is_float(dtypes[2]) && !picks.is_padded_or_masked(), name, "node {}: experts must be unpadded integers, got {}",
           node, name_of(dtypes[2]));
@@ -149,14 +161,31 @@ inline std::shared_ptr<const ExpertGemvKernel> expert_gemv_kernel(const NodeSpec
     k->inputs.assign(dtypes.begin(), dtypes.end());
     k->views = spec.views;
     k->rows = product(picks.dims());
-    k->experts = w.dim(0);
-    k->outputs = w.dim(1);
-    k->depth = w.dim(2);
     k->node = node;
-    k->vector = expert_gemv_detail::streams_rows(w, dtypes[1]);
+    k->quant = op.quant;
+    if (op.quant) {
+        const auto bytes = product(w.dims()).as_constant();
+        const std::int64_t matrix = quantized_bytes(op.quant->format, op.quant->rows, op.quant->cols);
+        check(op.quant->layout == WeightLayout::Blocks && dtypes[1] == DType::U8 && w.is_contiguous() && bytes, name,
+              "node {}: CUDA reads the contiguous blocks as stored (u8), got {}", node, name_of(dtypes[1]));
+        check(matrix > 0 && *bytes % matrix == 0, name, "node {}: {} bytes of blocks are not whole matrices of {} bytes", node,
+              *bytes, matrix);
+        k->experts = *bytes / matrix;
+        k->outputs = op.quant->rows;
+        k->depth = op.quant->cols;
+    } else {
+        check(w.rank() == 3 && !w.is_padded_or_masked(), name, "node {}: the weights must be an unpadded [experts, out, in]",
+              node);
+        check(dtypes[1] == DType::F32 || dtypes[1] == DType::BF16 || dtypes[1] == DType::F16, name,
+              "node {}: weights must be f32, f16 or bf16, got {}", node, name_of(dtypes[1]));
+        k->experts = w.dim(0);
+        k->outputs = w.dim(1);
+        k->depth = w.dim(2);
+        k->vector = expert_gemv_detail::streams_rows(w, dtypes[1]);
+    }
     const auto depth = k->depth.as_constant();
     check(depth.has_value(), name, "node {}: the row length must be a constant, got {}", node, k->depth.to_string());
-    const std::size_t row_bytes = static_cast<std::size_t>(std::max<std::int64_t>(*depth, 1)) * sizeof(float);
+    const std::size_t row_bytes = std::max<std::size_t>(k->staged_bytes(), sizeof(float));
     check(row_bytes <= kExpertTileBudget * 4, name, "node {}: rows of {} activations do not fit in shared memory", node,
           *depth);
     k->tile_rows = static_cast<int>(std::clamp<std::size_t>(kExpertTileBudget / row_bytes, 1, kExpertMaxTile));

@@ -6,6 +6,7 @@
 
 #include "luminal/cuda/expert_gemv_kernel.hpp"
 #include "luminal/cuda/gemv_source.hpp"
+#include "luminal/cuda/quant_gemv_source.hpp"
 
 namespace luminal::cuda {
 
@@ -23,9 +24,10 @@ inline std::string ExpertGemvKernel::source() const {
     const std::string x_at = stage_exprs.print(views[0].index_expression(), "z");
     const std::string x_valid = stage_exprs.print(views[0].valid_expression(), "z");
     const std::string row_at = vector ? row_exprs.print(views[1].index_expression(), "wz") : std::string();
-    const std::string element_at = vector ? std::string() : element_exprs.print(views[1].index_expression(), "wz");
+    const std::string element_at = vector || quant ? std::string() : element_exprs.print(views[1].index_expression(), "wz");
+    const bool q8 = quant && quant->activations == Activations::Q8;
 
-    std::string code = std::string(kKernelPrelude) + std::string(kGemvPrelude);
+    std::string code = std::string(kKernelPrelude) + std::string(kGemvPrelude) + (quant ? std::string(kQuantPrelude) : std::string());
     code += signature(entry(), DType::F32, inputs) + " {\n" +
             dim_declarations({&size_exprs, &mark_exprs, &scan_exprs, &stage_exprs, &row_exprs, &element_exprs}) + sizes;
     code += fmt::format("  const i64 R = {}, E = {}, N = {}, K = {};\n", r, e, n, k);
@@ -33,11 +35,15 @@ inline std::string ExpertGemvKernel::source() const {
                         "  const i64 first_n = ((i64)blockIdx.x % columns) * {1}, last_n = first_n + {1} < N ? first_n + {1} : N;\n"
                         "  if (slot >= E || slot >= R) return;\n",
                         kExpertRowsPerBlock - 1, kExpertRowsPerBlock);
-    code += fmt::format("  float* const activation = luminal_dynamic_shared();\n"
-                        "  unsigned* const words = (unsigned*)(activation + {0} * K);\n"
+    code += fmt::format("  float* const activation = luminal_dynamic_shared() + {};\n", quant ? kExpertStageBytes / 4 : 0);
+    if (q8)  // the tile's 8-bit blocks after its f32 rows: quants, then each group's scale and quant sum
+        code += fmt::format("  signed char* const quants = (signed char*)(activation + {0} * K);\n"
+                            "  float* const scales = (float*)(quants + {0} * K);\n  int* const sums = (int*)(scales + {0} * (K / 32));\n",
+                            tile);
+    code += fmt::format("  unsigned* const words = (unsigned*)((unsigned char*)activation + {0}LL);\n"
                         "  unsigned char* const seen = (unsigned char*)(words + (E + 31) / 32);\n"
                         "  __shared__ int picked[{1}];\n  __shared__ int prefix[{2}];\n  __shared__ i64 chosen;\n",
-                        tile, kThreadsPerBlock + tile, kThreadsPerBlock);
+                        static_cast<std::size_t>(tile) * staged_bytes(), kThreadsPerBlock + tile, kThreadsPerBlock);
     // The experts the rows name: a byte each, packed into words, then the slot-th set bit.
     code += "  for (i64 x = threadIdx.x; x < E; x += blockDim.x) seen[x] = 0;\n  __syncthreads();\n";
     code += fmt::format("  for (i64 r = threadIdx.x; r < R; r += blockDim.x) {{\n{}    const i64 x = (i64)in2[{}];\n"
@@ -70,10 +76,15 @@ inline std::string ExpertGemvKernel::source() const {
                         "        const int t = (int)(i / K);\n        const i64 z = (i64)picked[done + t] * K + (i - (i64)t * K);\n"
                         "{1}        activation[i] = {2} != 0 ? {3} : 0.0f;\n      }}\n      __syncthreads();\n",
                         tile, stage_decls, x_valid, widen(x_type, fmt::format("in0[{}]", x_at)));
+    if (q8) code += q8_rounding_source(quant->cols / kQuantBlock);
     code += fmt::format("      for (i64 n = first_n + warp; n < last_n; n += warps) {{\n      float acc[{0}];\n"
                         "      #pragma unroll\n      for (int t = 0; t < {0}; ++t) acc[t] = 0.0f;\n",
                         tile);
-    if (vector) {
+    if (quant) {
+        static constexpr std::uint16_t kWeightInput[] = {1};
+        code += quant_walk_source(*quant, *experts.as_constant() * quant->rows, "expert * N + n", kWeightInput, tile,
+                                  [](std::size_t) { return std::string("acc"); });
+    } else if (vector) {
         const std::string dot = w_type == DType::BF16 ? "luminal_dot_bf16" : w_type == DType::F16 ? "luminal_dot_f16" : "luminal_dot_f32";
         code += fmt::format("      const i64 wz = (expert * N + n) * K;\n{0}      const {1}* const row = in1 + {2};\n"
                             "      for (i64 k0 = (i64)lane * {3}; k0 < K; k0 += {4}LL) {{\n        uint4 w[{5}];\n"

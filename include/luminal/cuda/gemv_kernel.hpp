@@ -43,7 +43,6 @@ struct GemvKernel final : CustomKernel {
     std::string source() const override;  // gemv_source.hpp
     std::string_view entry() const override { return "luminal_gemv"; }
     int vector_width(std::size_t w) const { return static_cast<int>(16 / size_of(inputs[weight_inputs[w]])); }
-    std::string quant_walk_source() const;  // quant_gemv_source.hpp
     std::size_t staged_bytes(std::int64_t k) const {
         return quant ? quant_staged_bytes(quant->activations, k) : static_cast<std::size_t>(k) * sizeof(float);
     }

@@ -8,6 +8,7 @@
 
 #include "luminal/cuda/gemv_kernel.hpp"
 #include "luminal/cuda/quant_blocks_source.hpp"
+#include "luminal/cuda/quant_gemv_source.hpp"
 #include "luminal/cuda/row_kernel_source.hpp"
 
 namespace luminal::cuda {
@@ -84,20 +85,13 @@ inline std::string GemvKernel::source() const {
     code += fmt::format("    for (i64 r = threadIdx.x; r < {0}; r += blockDim.x) {{\n    const i64 z = base + r;\n{1}"
                         "    activation[(i64)t * {0} + r] = v{2};\n    }}\n    }}\n    __syncthreads();\n",
                         k, activation_code, activation.steps.size() - 1);
-    if (q8)
-        code += fmt::format("    for (i64 g = threadIdx.x; g < (i64)tile * {0}; g += blockDim.x) {{\n"
-                            "      const float* const x = activation + g * 32;\n      float amax = 0.0f;\n"
-                            "      for (int l = 0; l < 32; ++l) amax = fmaxf(amax, fabsf(x[l]));\n"
-                            "      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;\n      int sum = 0;\n"
-                            "      for (int l = 0; l < 32; ++l) {{\n      const int q = (int)roundf(x[l] * id);\n"
-                            "      quants[g * 32 + l] = (signed char)q;\n      sum += q;\n      }}\n"
-                            "      scales[g] = d;\n      sums[g] = sum;\n    }}\n    __syncthreads();\n",
-                            quant->cols / kQuantBlock);
+    if (q8) code += q8_rounding_source(quant->cols / kQuantBlock);
     code += fmt::format("    for (i64 g = (i64)blockIdx.x * warps + warp; g * {0} < {1}; g += (i64)gridDim.x * warps) {{\n",
                         rows_per_warp, n);
     code += fmt::format("      float acc[{}][{}][{}];\n", m, rows_per_warp, tile);
     if (quant) {
-        code += quant_walk_source();
+        code += quant_walk_source(*quant, quant->rows, "g", weight_inputs, tile_tokens,
+                                  [](std::size_t j) { return fmt::format("acc[{}][0]", j); });
     } else {
         code += fmt::format("      const {}* row[{}][{}];\n", storage_type(weight_type), m, rows_per_warp);
         code += fmt::format("      #pragma unroll\n      for (int r = 0; r < {0}; ++r) {{\n      const i64 n = g * {0} + r;\n"
@@ -149,4 +143,3 @@ inline std::string GemvKernel::source() const {
 
 }  // namespace luminal::cuda
 
-#include "luminal/cuda/quant_gemv_source.hpp"

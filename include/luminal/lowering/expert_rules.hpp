@@ -1,6 +1,7 @@
 #pragma once
-// The rule that finds ExpertMatmul (lowering/expert_matmul.hpp) in the graph a
-// mixture of experts writes: a Matmul one of whose operands is the rows of
+// The rules that find ExpertMatmul (lowering/expert_matmul.hpp) in the graph a
+// mixture of experts writes, and keep a quantized model's experts as blocks
+// (ExpertMatmulOfDequantized). The first: a Matmul one of whose operands is the rows of
 // stacked weights W [E, N, K] that index_select(0, experts) gathered (widened
 // to f32 or not), the other the activation rows. The gather's index is what
 // index_select builds: experts[r] * (N * K) + (z mod N * K), the expert
@@ -128,6 +129,38 @@ struct ExpertMatmulFromGather {
     }
 };
 
-using ExpertRules = RuleSet<ExpertMatmulFromGather>;
+// ExpertMatmul over the stacked experts of a Dequantize ([E * N, K] read as
+// [E, N, K]): the product reads each chosen expert's blocks, with activations
+// rounded to Q8 where the weight allows it, else f32 (one form, as for the
+// quantized GEMV: on a GPU both move the same bytes).
+struct ExpertMatmulOfDequantized {
+    static constexpr std::string_view name = "expert-matmul-of-dequantized";
+    using pattern = As<"product", Pat<op_symbol<ExpertMatmulOp>, Var<"x">, As<"deq", Pat<op_symbol<DequantizeOp>, Var<"q">>>,
+                                      Var<"experts">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& product = ctx.spec(g, m.node<"product">());
+        const DequantizeOp* deq = ctx.spec(g, m.node<"deq">()).payload_as<DequantizeOp>();
+        if (!deq || product.payload_as<ExpertMatmulOp>()->quant) return false;
+        const ShapeTracker& w = product.views[1];
+        const auto count = w.rank() == 3 ? w.dim(0).as_constant() : std::nullopt;
+        return count && *count > 0 && w.is_contiguous() && !has_padding(w) && w.dim(1) == Expression(deq->rows / *count) &&
+               w.dim(2) == Expression(deq->cols) && deq->rows % *count == 0;
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec product = ctx.spec(g, m.node<"product">());
+        const NodeSpec& deq_spec = ctx.spec(g, m.node<"deq">());
+        const DequantizeOp deq = *deq_spec.payload_as<DequantizeOp>();
+        const std::int64_t rows = *product.views[1].dim(1).as_constant();
+        const ShapeTracker blocks = deq_spec.views[0];
+        ClassId children[] = {m.var<"x">(), m.var<"q">(), m.var<"experts">()};
+        const ClassId root = m.root(g);
+        const Activations act = deq.q8_activations ? Activations::Q8 : Activations::F32;
+        ExpertMatmulOp op{QuantizedMatmulOp{deq.format, rows, deq.cols, act, WeightLayout::Blocks}};
+        NodeSpec quantized = NodeSpec::backend(op, {product.views[0], blocks, product.views[2]}, product.shape, DType::F32);
+        g.merge(root, add_spec(g, ctx, std::move(quantized), children));
+    }
+};
+
+using ExpertRules = RuleSet<ExpertMatmulFromGather, ExpertMatmulOfDequantized>;
 
 }  // namespace luminal::egraph
