@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../nn/model_reference.hpp"
+#include "../quantized_experts.hpp"
 
 using namespace luminal;
 
@@ -87,6 +88,15 @@ TEST_CASE("each bundled family on the device matches transformers (f32 weights)"
         auto load = [&](auto& session) { session.load_weights(weights); };
         luminal_test::check_against_reference<cuda::CudaRuntime>(io::load_model_config(dir), load, dir / "reference.safetensors");
     }
+}
+
+TEST_CASE("block-quantized experts on the device, read as their blocks, equal the gguf package's dequantized experts") {
+    luminal_test::QuantizedExperts experts;
+    CompileOptions options;
+    options.verbosity = 0;
+    auto [rt, report] = compile_with_report(experts.cx, cuda::CudaRuntime{}, options);
+    experts.check_program(report.program.to_string());
+    experts.run_and_check(rt);
 }
 
 // The plan generate runs: a bf16 cache, the token picked on the device. Each decode step after the first of a
