@@ -96,12 +96,12 @@ if [[ "$MODE" == bench ]]; then
   exit "$bench_rc"
 fi
 
-step "build (test_cuda, generate, random_model)"
-cmake --build "$BUILD" -j"$(nproc)" --target test_cuda generate random_model
+step "build (luminal_tests, generate, random_model)"
+cmake --build "$BUILD" -j"$(nproc)" --target luminal_tests generate random_model
 
 step "CUDA tests (device runtime against the reference; families against transformers)"
 tests_rc=0
-"$BUILD/tests/test_cuda" --duration=true || tests_rc=$?
+"$BUILD/tests/luminal_tests" --source-file="*/tests/cuda/*" --duration=true || tests_rc=$?
 
 step "generation: CPU and CUDA side by side on a random-weight Llama (hidden 512, 8 layers)"
 MODEL=/tmp/luminal-random-llama
@@ -127,5 +127,5 @@ for key in cpu-f32 cpu-bf16 cuda-f32 cuda-bf16; do
   ids="$(sed -n 's/.*"generated_ids":\(\[[^]]*\]\).*/\1/p' <<<"$line")"
   printf '%-12s %-10s %-10s %s\n' "$key" "${ttft:-FAILED}" "${tpot:-FAILED}" "$([[ -n "$ids" && "$ids" == "$ref_ids" ]] && echo yes || echo no)"
 done
-echo "test_cuda exit code: $tests_rc; total $((SECONDS - start)) s"
+echo "CUDA tests exit code: $tests_rc; total $((SECONDS - start)) s"
 exit "$tests_rc"

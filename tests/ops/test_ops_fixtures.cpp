@@ -22,7 +22,8 @@
 #include "../toy_backend/toy_runtime.hpp"
 #include "fixture_reader.hpp"
 
-namespace {
+// A namespace of its own: this file shares a translation unit with the CPU tests, whose helpers have the same names.
+namespace op_fixtures {
 
 using luminal::DType;
 using luminal::Expression;
@@ -188,8 +189,6 @@ void binary_case(const char* name, BinaryFn fn, Tol tol = {}) {
     c.expect("out", fn(a, b), tol);
     c.run();
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // Elementwise
@@ -1000,3 +999,5 @@ TEST_CASE("fixtures: symbolic arange, cumsum, argsort") {
     c.expect("argsort", x.argsort(0));
     c.run_sizes('s', {3, 5});
 }
+
+}  // namespace op_fixtures

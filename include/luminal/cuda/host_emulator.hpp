@@ -42,7 +42,8 @@ public:
     using Rules = egraph::CudaRules;
     static constexpr bool runs_specializations = true;
 
-    explicit BasicHostEmulator(DeviceSpec device = {}) : device_(device) {}
+    BasicHostEmulator() = default;
+    explicit BasicHostEmulator(DeviceSpec device) : device_(device) {}
 
     CostModel cost_model() const { return device_cost_model(device_); }
 
@@ -236,7 +237,7 @@ private:
         inputs_[t.id()] = host_buffer_from_values(node.dtype, values);
     }
 
-    DeviceSpec device_;
+    DeviceSpec device_{};
     std::vector<Variant> variants_;  // the specializations, then the main program
     std::map<NodeId, HostBuffer> inputs_;  // by HLIR id, shared by the variants
     const Variant* last_ = nullptr;  // the variant the last execution ran
