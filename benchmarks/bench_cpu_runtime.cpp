@@ -6,12 +6,19 @@
 //    as stored), on one thread, against Eigen's row-major x * w^T: the GEMM
 //    that reads weight rows in place (gemm.hpp);
 //  * silu(x) * y over 1M f32 elements as one FusedElementwise node against the
-//    same graph run as separate primitives (program_of): what fusion saves.
+//    same graph run as separate primitives (program_of): what fusion saves;
+//  * a mixture-of-experts router, softmax and top 8 of 128 experts for 128
+//    tokens (nn::route_top_k, compiled), on one thread, against a softmax and
+//    std::partial_sort per row: what the graph's sort costs over a sort.
 // Prints median ratios (run with --benchmark_repetitions=N for medians).
 #include <Eigen/Dense>
 #include <benchmark/benchmark.h>
 
 #include <luminal/luminal.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 
 #include "bench_data.hpp"
 #include "eigen_peers.hpp"
@@ -154,17 +161,63 @@ void BM_CpuSiluMulPrimitives(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * kElements);
 }
 
+constexpr int kRoutedTokens = 128, kExperts = 128, kTopK = 8;
+
+void BM_CpuRouteTopK(benchmark::State& state) {
+    luminal::Graph g;
+    auto scores = g.tensor({kRoutedTokens, kExperts});
+    luminal::nn::Routing routing = luminal::nn::route_top_k(scores, kTopK, true);
+    routing.experts.output();
+    routing.weights.output();
+    luminal::CompileOptions options;
+    options.verbosity = 0;
+    auto rt = g.compile(luminal::CpuRuntime(luminal::CpuOptions{1}), options);
+    rt.set_data(scores, random_values(kRoutedTokens * kExperts));
+    for (auto _ : state) rt.execute(g.dyn_map());
+    state.SetItemsProcessed(state.iterations() * kRoutedTokens);
+}
+
+void BM_StdRouteTopK(benchmark::State& state) {
+    const std::vector<float> scores = random_values(kRoutedTokens * kExperts);
+    std::vector<float> probabilities(kExperts), weights(kRoutedTokens * kTopK);
+    std::vector<int> order(kExperts), experts(kRoutedTokens * kTopK);
+    for (auto _ : state) {
+        for (int t = 0; t < kRoutedTokens; ++t) {
+            const float* row = scores.data() + t * kExperts;
+            const float top = *std::max_element(row, row + kExperts);
+            float sum = 0;
+            for (int e = 0; e < kExperts; ++e) sum += probabilities[e] = std::exp(row[e] - top);
+            std::iota(order.begin(), order.end(), 0);
+            std::partial_sort(order.begin(), order.begin() + kTopK, order.end(), [&](int a, int b) {
+                return probabilities[a] > probabilities[b] || (probabilities[a] == probabilities[b] && a < b);
+            });
+            float picked = 0;
+            for (int k = 0; k < kTopK; ++k) picked += probabilities[order[k]];
+            for (int k = 0; k < kTopK; ++k) {
+                experts[t * kTopK + k] = order[k];
+                weights[t * kTopK + k] = probabilities[order[k]] / picked;
+            }
+        }
+        benchmark::DoNotOptimize(experts.data());
+        benchmark::DoNotOptimize(weights.data());
+    }
+    state.SetItemsProcessed(state.iterations() * kRoutedTokens);
+}
+
 BENCHMARK(BM_CpuMatmul)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EigenMatmul)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CpuLinear)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EigenLinear)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CpuSiluMulFused)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CpuSiluMulPrimitives)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CpuRouteTopK)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_StdRouteTopK)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
 int main(int argc, char** argv) {
     return luminal_bench::run_with_ratios(
         argc, argv, {{"BM_CpuMatmul", "BM_EigenMatmul"}, {"BM_CpuLinear", "BM_EigenLinear"},
-                     {"BM_CpuSiluMulFused", "BM_CpuSiluMulPrimitives"}});
+                     {"BM_CpuSiluMulFused", "BM_CpuSiluMulPrimitives"},
+                     {"BM_CpuRouteTopK", "BM_StdRouteTopK"}});
 }

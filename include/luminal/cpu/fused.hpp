@@ -9,6 +9,7 @@
 // Values live in lanes: float for float dtypes, int64 for the rest. Every
 // step's result is rounded or wrapped to the step's dtype, so a fused chain
 // computes exactly what the same primitives would, node by node.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -74,7 +75,9 @@ void finish(DType d, const L* src, std::int64_t len, O* out) {
             if constexpr ((D == DType::F32 || D == DType::I64) && std::is_same_v<L, O>) {
                 if (static_cast<const void*>(src) != static_cast<const void*>(out)) std::copy(src, src + len, out);
             } else {
-                for (std::int64_t j = 0; j < len; ++j) out[j] = cast_lane<D>(src[j]);
+                // A local bound: `len` read through the reference may alias `out`, which keeps the loop scalar.
+                const std::int64_t n = len;
+                for (std::int64_t j = 0; j < n; ++j) out[j] = cast_lane<D>(src[j]);
             }
         }
     });
@@ -302,12 +305,12 @@ private:
             switch (st.kind) {
                 case OpKind::Add: for (std::int64_t i = 0; i < len; ++i) ir[i] = wrapping_add(x[i], y[i]); break;
                 case OpKind::Mul: for (std::int64_t i = 0; i < len; ++i) ir[i] = wrapping_mul(x[i], y[i]); break;
-                case OpKind::Mod:
-                    for (std::int64_t i = 0; i < len; ++i) {
-                        check(y[i] != 0, "Mod", "node {}: integer modulo by zero at element {}", node_, start + i);
-                        ir[i] = int_mod(x[i], y[i]);
-                    }
+                case OpKind::Mod: {
+                    const std::int64_t zero = std::find(y, y + len, 0) - y;
+                    check(zero == len, "Mod", "node {}: integer modulo by zero at element {}", node_, start + zero);
+                    for (std::int64_t i = 0; i < len; ++i) ir[i] = int_mod(x[i], y[i]);
                     break;
+                }
                 default: for (std::int64_t i = 0; i < len; ++i) ir[i] = x[i] < y[i]; break;
             }
             return finish_into(v, ir, len, s, fp, ip);

@@ -13,6 +13,38 @@
 
 namespace luminal::cpu {
 
+namespace index_detail {
+
+// Floor quotients (or moduli) of a block by one divisor d > 0 without a
+// hardware divide per element: for |a|, d <= 2^50 the truncated product with the
+// double reciprocal is within one of floor(a / d) (its error is below 1 / (4d)),
+// and one correction step on the remainder makes it exact. Larger ones take
+// the exact integer path.
+template <bool Quotient>
+void divide_by_positive(const std::int64_t* a, std::int64_t d, std::int64_t len, std::int64_t* r) {
+    constexpr std::uint64_t kLimit = std::uint64_t{1} << 50;
+    bool in_range = static_cast<std::uint64_t>(d) <= kLimit;
+    for (std::int64_t j = 0; j < len; ++j) in_range &= static_cast<std::uint64_t>(a[j]) + kLimit <= 2 * kLimit;
+    if (!in_range) {
+        for (std::int64_t j = 0; j < len; ++j) r[j] = Quotient ? detail::floor_div(a[j], d) : detail::floor_mod(a[j], d);
+        return;
+    }
+    const double inverse = 1.0 / static_cast<double>(d);
+    for (std::int64_t j = 0; j < len; ++j) {
+        std::int64_t q = static_cast<std::int64_t>(static_cast<double>(a[j]) * inverse);
+        std::int64_t rem = a[j] - q * d;
+        const bool under = rem < 0;
+        q -= under;
+        rem += under ? d : 0;
+        const bool over = rem >= d;
+        q += over;
+        rem -= over ? d : 0;
+        r[j] = Quotient ? q : rem;
+    }
+}
+
+}  // namespace index_detail
+
 class BlockExpr {
 public:
     BlockExpr() = default;
@@ -41,7 +73,7 @@ private:
     struct Instr {
         ExprOp op;
         int a = -1, b = -1;
-        std::int64_t value = 0;  // Num (and Var, already bound)
+        std::int64_t value = 0;  // Num (and Var, already bound); for Div and Mod, a constant divisor > 0 or 0
     };
 
     int compile(const detail::ExprNode* e, const DynMap& dims, std::unordered_map<const detail::ExprNode*, int>& reg) {
@@ -50,6 +82,8 @@ private:
         if (e->op == ExprOp::Num) in.value = e->value;
         else if (e->op == ExprOp::Var) in.op = ExprOp::Num, in.value = dims.at(e->var);
         else if (e->op != ExprOp::Index) in.a = compile(e->a, dims, reg), in.b = compile(e->b, dims, reg);
+        if ((in.op == ExprOp::Div || in.op == ExprOp::Mod) && instrs_[in.b].op == ExprOp::Num && instrs_[in.b].value > 0)
+            in.value = instrs_[in.b].value;
         instrs_.push_back(in);
         int id = static_cast<int>(instrs_.size() - 1);
         reg.emplace(e, id);
@@ -70,16 +104,14 @@ private:
                 for (std::int64_t j = 0; j < len; ++j) r[j] = a[j] * b[j];
                 return;
             case ExprOp::Div:
-                for (std::int64_t j = 0; j < len; ++j) {
-                    check(b[j] != 0, "Expression::eval", "division by zero");
-                    r[j] = detail::floor_div(a[j], b[j]);
-                }
+                if (in.value > 0) return index_detail::divide_by_positive<true>(a, in.value, len, r);
+                check(std::find(b, b + len, 0) == b + len, "Expression::eval", "division by zero");
+                for (std::int64_t j = 0; j < len; ++j) r[j] = detail::floor_div(a[j], b[j]);
                 return;
             case ExprOp::Mod:
-                for (std::int64_t j = 0; j < len; ++j) {
-                    check(b[j] != 0, "Expression::eval", "modulo by zero");
-                    r[j] = detail::floor_mod(a[j], b[j]);
-                }
+                if (in.value > 0) return index_detail::divide_by_positive<false>(a, in.value, len, r);
+                check(std::find(b, b + len, 0) == b + len, "Expression::eval", "modulo by zero");
+                for (std::int64_t j = 0; j < len; ++j) r[j] = detail::floor_mod(a[j], b[j]);
                 return;
             case ExprOp::Min:
                 for (std::int64_t j = 0; j < len; ++j) r[j] = std::min(a[j], b[j]);

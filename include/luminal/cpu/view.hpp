@@ -229,8 +229,8 @@ inline void store_lanes(DType d, const L* src, std::int64_t len, std::byte* dst,
         auto* out = reinterpret_cast<storage_t<D>*>(dst) + start;
         if constexpr (std::is_same_v<L, lane_t<D>> && (D == DType::F32 || D == DType::I64))
             std::copy(src, src + len, out);
-        else
-            for (std::int64_t j = 0; j < len; ++j) out[j] = write_as<D>(src[j]);
+        else  // a local bound: `len` read through the reference may alias a byte-sized `out`
+            for (std::int64_t j = 0, n = len; j < n; ++j) out[j] = write_as<D>(src[j]);
     });
 }
 
