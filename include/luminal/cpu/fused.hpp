@@ -265,6 +265,19 @@ private:
         }
     }
 
+    // A comparison's 0/1 lanes are already every integer dtype's values; only a float result is converted.
+    void finish_comparison(std::size_t v, const std::int64_t* r, std::int64_t len, FusedScratch& s,
+                           std::vector<const float*>& fp, std::vector<const std::int64_t*>& ip) const {
+        if (is_float(dtypes_[v])) return finish_into(v, r, len, s, fp, ip);
+        ip[v] = r;  // r is v's home (run_step computes integer results there)
+    }
+
+    static bool integer_range_contains(DType wide, DType narrow) {
+        if (is_float(wide) || is_float(narrow)) return false;
+        auto rank = [](DType t) { return t == DType::Bool ? 0 : t == DType::U8 ? 1 : t == DType::I32 ? 2 : 3; };
+        return rank(narrow) <= rank(wide);
+    }
+
     void run_step(std::size_t j, const Bound& bound, std::int64_t start, std::int64_t len, FusedScratch& s,
                   std::vector<const float*>& fp, std::vector<const std::int64_t*>& ip) const {
         using namespace fused_detail;
@@ -296,7 +309,7 @@ private:
                     case OpKind::Mod: for (std::int64_t i = 0; i < len; ++i) fr[i] = float_mod(x[i], y[i]); break;
                     default:
                         for (std::int64_t i = 0; i < len; ++i) ir[i] = x[i] < y[i];
-                        return finish_into(v, ir, len, s, fp, ip);
+                        return finish_comparison(v, ir, len, s, fp, ip);
                 }
                 return finish_into(v, fr, len, s, fp, ip);
             }
@@ -311,12 +324,19 @@ private:
                     for (std::int64_t i = 0; i < len; ++i) ir[i] = int_mod(x[i], y[i]);
                     break;
                 }
-                default: for (std::int64_t i = 0; i < len; ++i) ir[i] = x[i] < y[i]; break;
+                default:
+                    for (std::int64_t i = 0; i < len; ++i) ir[i] = x[i] < y[i];
+                    return finish_comparison(v, ir, len, s, fp, ip);
             }
             return finish_into(v, ir, len, s, fp, ip);
         }
         if (st.kind == OpKind::Cast) {
             if (fp[st.a]) return finish_into(v, fp[st.a], len, s, fp, ip);
+            // A widening integer cast changes no value: the result is its operand's lanes.
+            if (v != s.direct_value && integer_range_contains(dtypes_[v], dtypes_[st.a])) {
+                ip[v] = ip[st.a];
+                return;
+            }
             return finish_into(v, ip[st.a], len, s, fp, ip);
         }
         if (st.kind == OpKind::Iota) {
