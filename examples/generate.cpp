@@ -168,18 +168,20 @@ int plan(const Args& args) {
     double weight_bytes = 0;
     for (const luminal::nn::Parameter& p : model.parameters.parameters()) weight_bytes += luminal::nn::tensor_bytes(p.tensor);
     std::printf("WEIGHTS: %.0f bytes on the device (%zu matrices kept as blocks)\n", weight_bytes, model_options.quantized.size());
-    luminal::CompileOptions options;
-    options.search_candidates = args.search;
-    options.seed = args.seed;
-    const auto compile_start = Clock::now();
-    luminal::nn::Session session(model, luminal::cuda::HostEmulator{}, options);
-    const double compile_ms = ms_since(compile_start);
     const std::int64_t cached = args.cached >= 0 ? args.cached : args.context / 2;
     luminal::check(cached + args.new_tokens <= args.context, "generate", "--cached {} + --new-tokens {} exceed --context {}",
                    cached, args.new_tokens, args.context);
     luminal::DynMap dims;
     dims.set('s', args.new_tokens);
     dims.set('p', cached);
+    luminal::CompileOptions options;
+    options.search_candidates = args.search;
+    options.seed = args.seed;
+    // A step of several tokens is planned as a program chosen for it; a decode step as generate runs it.
+    if (args.new_tokens > 1) options.workloads = {{dims, 1}};
+    const auto compile_start = Clock::now();
+    luminal::nn::Session session(model, luminal::cuda::HostEmulator{}, options);
+    const double compile_ms = ms_since(compile_start);
     luminal::cuda::PlanReportOptions report_options;
     report_options.device.bandwidth = args.bandwidth;
     report_options.device.multiprocessors = args.multiprocessors;

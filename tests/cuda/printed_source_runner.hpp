@@ -221,6 +221,29 @@ T __shfl_xor_sync(unsigned, T value, int lane_mask) {
   luminal_shim::wait(luminal_shim::warps[warp]);
   return other;
 }
+// mma.sync m16n8k16 (bf16 in, f32 accumulation) across the warp: d += A B for
+// A 16x16 and B 16x8, each lane holding the fragments the PTX ISA gives it
+// (g = lane / 4, q = lane % 4; a: rows g and g + 8 of columns 2q, 2q + 1 and
+// those + 8; b: rows 2q, 2q + 1 and those + 8 of column g; d: rows g and
+// g + 8 of columns 2q, 2q + 1), two bf16 values per register, low half first.
+inline void luminal_mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  static unsigned a_fragments[1024][4], b_fragments[1024][2];
+  const unsigned t = threadIdx.x, warp = t / 32, first = warp * 32;
+  std::memcpy(a_fragments[t], a, sizeof a);
+  std::memcpy(b_fragments[t], b, sizeof b);
+  luminal_shim::wait(luminal_shim::warps[warp]);
+  auto half = [](unsigned reg, int k) { return std::bit_cast<float>((k % 2 ? reg >> 16 : reg & 0xffffu) << 16); };
+  auto a_at = [&](int row, int k) { return half(a_fragments[first + (row % 8) * 4 + (k % 8) / 2][(row >= 8) + 2 * (k >= 8)], k); };
+  auto b_at = [&](int k, int col) { return half(b_fragments[first + col * 4 + (k % 8) / 2][k >= 8], k); };
+  const int g = (int)(t % 32) / 4, q = (int)(t % 32) % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * q + i % 2;
+    float sum = 0.0f;
+    for (int k = 0; k < 16; ++k) sum = fmaf(a_at(row, k), b_at(k, col), sum);
+    d[i] += sum;
+  }
+  luminal_shim::wait(luminal_shim::warps[warp]);
+}
 // Fibers switch only at barriers, so a read-modify-write is atomic.
 inline unsigned long long atomicCAS(unsigned long long* at, unsigned long long compare, unsigned long long value) {
   const unsigned long long old = *at;

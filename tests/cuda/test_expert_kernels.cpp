@@ -84,12 +84,13 @@ struct MixtureGraph {
     }
 };
 
-// The ExpertMatmul nodes of the program, checking that no node gathers rows of stacked weights.
+// The nodes of the program whose op is `op` (ExpertMatmul or the expert GEMM), checking that no node gathers rows of
+// stacked weights.
 template <typename Emulator>
-std::size_t expert_products(const Emulator& rt) {
+std::size_t expert_products(const Emulator& rt, std::string_view op) {
     std::size_t count = 0;
     for (const ProgramNode& n : rt.nodes()) {
-        if (n.spec.op.payload && n.spec.op.payload->name() == ExpertMatmulOp::name) ++count;
+        if (n.spec.op.payload && n.spec.op.payload->name() == op) ++count;
         if (n.spec.kind == symbol_of(OpKind::Gather)) {
             CAPTURE(n.spec.shape.size());
             CHECK(n.spec.shape.size() != 3);
@@ -106,14 +107,17 @@ std::vector<std::int32_t> draw_picks(std::int64_t n, const std::vector<std::int3
     return v;
 }
 
+// The mixtures compiled for steps of `planned_tokens` tokens, their products run as `op`.
 template <typename Emulator>
-void check_mixtures(const std::vector<Mixture>& mixtures, std::initializer_list<std::int64_t> token_counts) {
+void check_mixtures(const std::vector<Mixture>& mixtures, std::initializer_list<std::int64_t> token_counts,
+                    std::int64_t planned_tokens = 1, std::string_view op = ExpertMatmulOp::name) {
     MixtureGraph g(mixtures);
     CompileOptions options;
     options.verbosity = 0;
-    options.workloads = {{DynMap{{'s', 1}}, 1}};
+    options.workloads = {{DynMap{{'s', planned_tokens}}, 1}};
     auto rt = g.cx.compile(Emulator{}, options);
-    CHECK(expert_products(rt) == 3 * mixtures.size());
+    CHECK(expert_products(rt, op) == 3 * mixtures.size());
+    luminal_test::NvrtcCoverage::get().compile(rt.plan());
     std::mt19937_64 rng(static_cast<std::uint64_t>(mixtures[0].experts * 131 + mixtures[0].top_k * 17 + mixtures[0].hidden));
     std::vector<std::vector<float>> gates, ups, downs;
     for (std::size_t i = 0; i < mixtures.size(); ++i) {
@@ -207,6 +211,15 @@ TEST_CASE("the expert GEMV on the host emulator: expert counts 1..8, top-k 1..8,
                                                         {1, 5, 64});
     }
     check_mixtures<luminal_test::CompilingEmulator>({{128, 8, 32, 16, DType::BF16}}, {1, 2});
+}
+
+// Prefill-sized steps: the expert GEMM on tensor cores (sizes at which the cost model prefers it to the GEMV). 70
+// tokens at top 4 of 5 experts put ~56 rows on each expert (one tile of 64); 150 tokens put ~120 (two tiles), as do
+// 150 at top 2 of 4. Columns past a block's 128 (N = 136, 264), K past a slice of 32 (40, 136, 264).
+TEST_CASE("the expert GEMM (mma.sync, bf16 experts) through its printed source and on the host emulator: tiles of 64 rows") {
+    const std::vector<Mixture> mixtures = {{5, 4, 40, 136, DType::BF16}, {4, 2, 64, 264, DType::BF16}};
+    check_mixtures<luminal_test::PrintedSourceEmulator>(mixtures, {70, 150}, 128, cuda::ExpertGemmOp::name);
+    check_mixtures<luminal_test::CompilingEmulator>(mixtures, {1, 70, 150}, 128, cuda::ExpertGemmOp::name);
 }
 
 TEST_CASE("block-quantized experts as their blocks: every kept format, f32 and 8-bit activations, on the host emulator and "

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../nn/model_reference.hpp"
+#include "nvrtc_coverage.hpp"
 #include "printed_source_runner.hpp"
 
 using namespace luminal;
@@ -170,6 +171,20 @@ TEST_CASE("the Llama family through the printed sources on the host matches tran
     const auto weights = io::SafetensorsModel::open(dir);
     luminal_test::check_against_reference<luminal_test::PrintedSourceEmulator>(
         io::load_model_config(dir), [&](auto& session) { session.load_weights(weights); }, dir / "reference.safetensors");
+}
+
+// The mixture-of-experts families as CUDA runs them (routing by Argsort, ExpertMatmul reading the chosen experts in place),
+// prefill and 8 greedy steps, on the host emulator and through the printed sources.
+TEST_CASE("the Qwen3-MoE and Gemma 4 MoE families on the CUDA backend, emulated and through the printed sources, match transformers") {
+    for (const char* name : {"qwen3_moe", "gemma4_moe"}) {
+        CAPTURE(name);
+        const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models" / name;
+        const auto weights = io::SafetensorsModel::open(dir);
+        auto load = [&](auto& session) { session.load_weights(weights); };
+        luminal_test::check_against_reference<luminal_test::CompilingEmulator>(io::load_model_config(dir), load, dir / "reference.safetensors");
+        luminal_test::check_against_reference<luminal_test::PrintedSourceEmulator>(io::load_model_config(dir), load,
+                                                                                   dir / "reference.safetensors");
+    }
 }
 
 // The cache dtype generate uses on CUDA: keys and values rounded to bf16 as they are written, so the logits move by

@@ -295,3 +295,17 @@ TEST_CASE("a Q4_K_M GGUF Llama with its blocks kept on the CUDA backend matches 
                                                                                luminal_test::greedy_pick, "", options, 0.25);
     }
 }
+
+// tools/gen_gguf_arch_fixtures.py's qwen3moe file (f16 experts stacked as llama.cpp's converter writes them, a dense
+// layer between the sparse ones) on the CUDA backend: experts read in place, routing sorted on the device.
+TEST_CASE("a qwen3moe GGUF file on the CUDA backend matches transformers on the host emulator") {
+    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_arch" / "qwen3moe";
+    const auto pretrained = nn::PretrainedModel::open(dir / "model.gguf");
+    const auto load = [&](auto& session) {
+        session.load_weights(pretrained);
+        const std::string program = session.report().program.to_string();
+        CHECK(program.find("ExpertMatmul") != std::string::npos);
+        CHECK(program.find("Argsort descending") != std::string::npos);
+    };
+    luminal_test::check_against_reference<luminal_test::CompilingEmulator>(pretrained.config(), load, dir / "reference.safetensors");
+}

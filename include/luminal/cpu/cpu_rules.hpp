@@ -1,10 +1,12 @@
 #pragma once
 // The CPU backend's rules: the core rules, the backend-neutral lowering, and
 // what is the CPU's own: products and lookups of block-quantized weights read
-// the blocks; products read a 16-bit KV cache as stored. Mixture-of-experts
+// the blocks; products read a 16-bit KV cache as stored; argsort's rank count
+// is a sort (any row length). Mixture-of-experts
 // products read the chosen experts in place, as blocks where quantized
 // (lowering/expert_rules.hpp).
 #include "luminal/egraph/core_rules.hpp"
+#include "luminal/lowering/argsort_rules.hpp"
 #include "luminal/lowering/expert_rules.hpp"
 #include "luminal/lowering/quantized.hpp"
 #include "luminal/lowering/rules.hpp"
@@ -114,6 +116,7 @@ struct GatherOfDequantized {
     }
 };
 
-using CpuRules = concat_t<CoreRules, LoweringRules, ExpertRules, RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix>>;
+using CpuRules = concat_t<CoreRules, LoweringRules, ExpertRules,
+                          RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix, ArgsortFromRanks<>>>;
 
 }  // namespace luminal::egraph

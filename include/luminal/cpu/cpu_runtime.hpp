@@ -63,6 +63,7 @@ public:
         check(cpu::quant::supports(isa_), "CpuRuntime", "this CPU cannot run the {} kernels",
               cpu::quant::name_of(isa_));
         add_op<SampleTokenOp>();
+        add_op<ArgsortOp>();
     }
 
     std::size_t threads() const { return threads_->size(); }

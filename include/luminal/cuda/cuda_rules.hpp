@@ -5,15 +5,20 @@
 // prologue; an elementwise result with the per-row values it reads as one
 // row kernel (row_fusion.hpp); a Matmul of two matrices of one float dtype
 // also through cuBLASLt; a mixture of experts' products as ExpertMatmul, on
-// a quantized model's blocks too (lowering/expert_rules.hpp). The search profiles the alternatives.
+// a quantized model's blocks too (lowering/expert_rules.hpp), and those of bf16
+// experts also as a tensor-core GEMM; argsort's rank
+// count as a sort of rows that fit a block's shared memory. The search profiles the alternatives.
+#include "luminal/cuda/argsort_kernel.hpp"
 #include "luminal/cuda/attention_rules.hpp"
 #include "luminal/cuda/blas_matmul_op.hpp"
+#include "luminal/cuda/expert_gemm_kernel.hpp"
 #include "luminal/cuda/gemv_rules.hpp"
 #include "luminal/cuda/quant_rules.hpp"
 #include "luminal/cuda/write_at_rules.hpp"
 #include "luminal/cuda/reduce_op.hpp"
 #include "luminal/cuda/row_fusion.hpp"
 #include "luminal/egraph/core_rules.hpp"
+#include "luminal/lowering/argsort_rules.hpp"
 #include "luminal/lowering/expert_rules.hpp"
 #include "luminal/lowering/rules.hpp"
 
@@ -115,10 +120,30 @@ struct MatmulThroughBlas {
     }
 };
 
+// ExpertMatmul of bf16 experts (rows of whole 16-byte vectors) also as the
+// expert GEMM on tensor cores: where
+// many rows choose each expert (a prefill) it reads each expert once per 64 of
+// them; the cost model weighs it against the expert GEMV at each workload.
+struct ExpertMatmulThroughGemm {
+    static constexpr std::string_view name = "cuda.expert-gemm";
+    using pattern = As<"product", Pat<op_symbol<ExpertMatmulOp>, Var<"x">, Var<"w">, Var<"experts">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& product = ctx.spec(g, m.node<"product">());
+        const ShapeTracker& w = product.views[1];
+        return !product.payload_as<ExpertMatmulOp>()->quant && ctx.facts(g, m.var<"w">()).dtype == DType::BF16 &&
+               cuda::expert_gemv_detail::streams_rows(w, DType::BF16) && is_float(ctx.facts(g, m.var<"x">()).dtype);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec product = ctx.spec(g, m.node<"product">());
+        ClassId children[] = {m.var<"x">(), m.var<"w">(), m.var<"experts">()};
+        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(cuda::ExpertGemmOp{}, product.views, product.shape, DType::F32), children));
+    }
+};
+
 using CudaRules = concat_t<CoreRules, LoweringRules, ExpertRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
                                    RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>,
-                           GemvRules, QuantRules, RegionRules, RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax>>;
+                           GemvRules, QuantRules, RegionRules, RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax, ArgsortFromRanks<cuda::CudaSortableRows>, ExpertMatmulThroughGemm>>;
 
 }  // namespace luminal::egraph

@@ -3,7 +3,8 @@
 // 132 SMs; HBM3e at 4.8 TB/s of which a streaming kernel reaches ~4.3 TB/s;
 // ~0.8 us for a DRAM load under load; a kernel node of a replayed CUDA graph
 // ~1.5 us from the end of the one before (a stream launch ~4 us); f32 FMA at
-// ~60 TFLOP/s, dense bf16 tensor-core products at ~700 TFLOP/s. They are
+// ~60 TFLOP/s, dense bf16 tensor-core products at ~700 TFLOP/s in cuBLASLt
+// and a third of that in generated mma.sync kernels. They are
 // estimates until a device run measures them (scripts/gpu_check.sh prints
 // the modelled and the measured time of each step side by side).
 #include <cstddef>
@@ -23,6 +24,7 @@ struct DeviceSpec {
     double stream_launch_seconds = 4e-6;
     double flops = 6.0e13;             // f32 FMA, flop/s
     double tensor_flops = 7.0e14;      // bf16/f16 products with f32 accumulation (cuBLASLt), flop/s
+    double mma_sync_flops = 2.3e14;    // the same from generated kernels' mma.sync on shared-memory tiles (no async copies)
     int threads_per_sm = 2048;
     int blocks_per_sm = 32;
     int registers_per_sm = 65536;

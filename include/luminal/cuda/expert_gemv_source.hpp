@@ -1,10 +1,10 @@
 #pragma once
 // An ExpertGemvKernel as CUDA source (the thread layout is described in
-// expert_gemv_kernel.hpp). The window of rows a block scans is at most
-// kThreadsPerBlock, the size of its prefix-sum and row-list arrays.
+// expert_gemv_kernel.hpp; the rows it takes, in expert_rows_source.hpp).
 #include <string>
 
 #include "luminal/cuda/expert_gemv_kernel.hpp"
+#include "luminal/cuda/expert_rows_source.hpp"
 #include "luminal/cuda/gemv_source.hpp"
 #include "luminal/cuda/quant_gemv_source.hpp"
 
@@ -30,63 +30,31 @@ inline std::string ExpertGemvKernel::source() const {
     std::string code = std::string(kKernelPrelude) + std::string(kGemvPrelude) + (quant ? std::string(kQuantPrelude) : std::string());
     code += signature(entry(), DType::F32, inputs) + " {\n" +
             dim_declarations({&size_exprs, &mark_exprs, &scan_exprs, &stage_exprs, &row_exprs, &element_exprs}) + sizes;
-    code += fmt::format("  const i64 R = {}, E = {}, N = {}, K = {};\n", r, e, n, k);
-    code += fmt::format("  const i64 columns = (N + {0}) / {1}, slot = (i64)blockIdx.x / columns;\n"
-                        "  const i64 first_n = ((i64)blockIdx.x % columns) * {1}, last_n = first_n + {1} < N ? first_n + {1} : N;\n"
-                        "  if (slot >= E || slot >= R) return;\n",
-                        kExpertRowsPerBlock - 1, kExpertRowsPerBlock);
+    ExpertRowsSource rows_source{mark_decls, mark_at, scan_decls, scan_at,
+                                 fmt::format("(unsigned char*)activation + {}LL", static_cast<std::size_t>(tile) * staged_bytes()), tile,
+                                 static_cast<int>(kExpertRowsPerBlock)};
     code += fmt::format("  float* const activation = luminal_dynamic_shared() + {};\n", quant ? kExpertStageBytes / 4 : 0);
+    code += rows_source.prologue(r, e, n, k);
     if (q8)  // the tile's 8-bit blocks after its f32 rows: quants, then each group's scale and quant sum
         code += fmt::format("  signed char* const quants = (signed char*)(activation + {0} * K);\n"
                             "  float* const scales = (float*)(quants + {0} * K);\n  int* const sums = (int*)(scales + {0} * (K / 32));\n",
                             tile);
-    code += fmt::format("  unsigned* const words = (unsigned*)((unsigned char*)activation + {0}LL);\n"
-                        "  unsigned char* const seen = (unsigned char*)(words + (E + 31) / 32);\n"
-                        "  __shared__ int picked[{1}];\n  __shared__ int prefix[{2}];\n  __shared__ i64 chosen;\n",
-                        static_cast<std::size_t>(tile) * staged_bytes(), kThreadsPerBlock + tile, kThreadsPerBlock);
-    // The experts the rows name: a byte each, packed into words, then the slot-th set bit.
-    code += "  for (i64 x = threadIdx.x; x < E; x += blockDim.x) seen[x] = 0;\n  __syncthreads();\n";
-    code += fmt::format("  for (i64 r = threadIdx.x; r < R; r += blockDim.x) {{\n{}    const i64 x = (i64)in2[{}];\n"
-                        "    if (x < 0 || x >= E) {{ luminal_fault(fault, {}, node, x, E); continue; }}\n"
-                        "    seen[x] = 1;\n  }}\n  __syncthreads();\n",
-                        mark_decls, mark_at, static_cast<int>(FaultCode::ExpertIndex));
-    code += "  for (i64 w = threadIdx.x; w * 32 < E; w += blockDim.x) {\n    unsigned bits = 0u;\n"
-            "    for (int b = 0; b < 32 && w * 32 + b < E; ++b) bits |= (unsigned)seen[w * 32 + b] << b;\n"
-            "    words[w] = bits;\n  }\n  __syncthreads();\n"
-            "  if (threadIdx.x == 0) {\n    chosen = -1;\n    i64 j = slot;\n"
-            "    for (i64 w = 0; w * 32 < E; ++w) {\n      const int count = __popc(words[w]);\n"
-            "      if (j < count) {\n        unsigned bits = words[w];\n        for (; j > 0; --j) bits &= bits - 1u;\n"
-            "        chosen = w * 32 + __popc((bits & (0u - bits)) - 1u);\n        break;\n      }\n      j -= count;\n    }\n  }\n"
-            "  __syncthreads();\n  const i64 expert = chosen;\n  if (expert < 0) return;\n";
-    code += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (int)(blockDim.x >> 5);\n  int held = 0;\n";
-    // A window of rows: the matches' prefix sum places them after the rows held over, in order.
-    code += fmt::format("  for (i64 r0 = 0; r0 < R; r0 += blockDim.x) {{\n    const i64 r = r0 + threadIdx.x;\n    int match = 0;\n"
-                        "    if (r < R) {{\n{}    match = (i64)in2[{}] == expert;\n    }}\n"
-                        "    prefix[threadIdx.x] = match;\n    __syncthreads();\n"
-                        "    for (int s = 1; s < (int)blockDim.x; s <<= 1) {{\n"
-                        "      const int before = (int)threadIdx.x >= s ? prefix[threadIdx.x - s] : 0;\n"
-                        "      __syncthreads();\n      prefix[threadIdx.x] += before;\n      __syncthreads();\n    }}\n"
-                        "    if (match) picked[held + prefix[threadIdx.x] - 1] = (int)r;\n"
-                        "    held += prefix[blockDim.x - 1];\n    __syncthreads();\n"
-                        "    const bool last = r0 + (i64)blockDim.x >= R;\n    int done = 0;\n",
-                        scan_decls, scan_at);
-    code += fmt::format("    while (held - done >= {0} || (last && held > done)) {{\n"
-                        "      const int tile = held - done < {0} ? held - done : {0};\n"
-                        "      for (i64 i = threadIdx.x; i < (i64)tile * K; i += blockDim.x) {{\n"
-                        "        const int t = (int)(i / K);\n        const i64 z = (i64)picked[done + t] * K + (i - (i64)t * K);\n"
-                        "{1}        activation[i] = {2} != 0 ? {3} : 0.0f;\n      }}\n      __syncthreads();\n",
-                        tile, stage_decls, x_valid, widen(x_type, fmt::format("in0[{}]", x_at)));
-    if (q8) code += q8_rounding_source(quant->cols / kQuantBlock);
-    code += fmt::format("      for (i64 n = first_n + warp; n < last_n; n += warps) {{\n      float acc[{0}];\n"
+    code += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (int)(blockDim.x >> 5);\n";
+    std::string body = fmt::format("      for (i64 i = threadIdx.x; i < (i64)tile * K; i += blockDim.x) {{\n"
+                                   "        const int t = (int)(i / K);\n        const i64 z = (i64)picked[done + t] * K + (i - (i64)t * K);\n"
+                                   "{0}        activation[i] = {1} != 0 ? {2} : 0.0f;\n      }}\n      __syncthreads();\n",
+                                   stage_decls, x_valid, widen(x_type, fmt::format("in0[{}]", x_at)));
+    if (q8) body += q8_rounding_source(quant->cols / kQuantBlock);
+    body += fmt::format("      for (i64 n = first_n + warp; n < last_n; n += warps) {{\n      float acc[{0}];\n"
                         "      #pragma unroll\n      for (int t = 0; t < {0}; ++t) acc[t] = 0.0f;\n",
                         tile);
     if (quant) {
         static constexpr std::uint16_t kWeightInput[] = {1};
-        code += quant_walk_source(*quant, *experts.as_constant() * quant->rows, "expert * N + n", kWeightInput, tile,
+        body += quant_walk_source(*quant, *experts.as_constant() * quant->rows, "expert * N + n", kWeightInput, tile,
                                   [](std::size_t) { return std::string("acc"); });
     } else if (vector) {
         const std::string dot = w_type == DType::BF16 ? "luminal_dot_bf16" : w_type == DType::F16 ? "luminal_dot_f16" : "luminal_dot_f32";
-        code += fmt::format("      const i64 wz = (expert * N + n) * K;\n{0}      const {1}* const row = in1 + {2};\n"
+        body += fmt::format("      const i64 wz = (expert * N + n) * K;\n{0}      const {1}* const row = in1 + {2};\n"
                             "      for (i64 k0 = (i64)lane * {3}; k0 < K; k0 += {4}LL) {{\n        uint4 w[{5}];\n"
                             "        #pragma unroll\n        for (int u = 0; u < {5}; ++u) {{\n"
                             "        const i64 k = k0 + (i64)u * {6};\n"
@@ -96,25 +64,22 @@ inline std::string ExpertGemvKernel::source() const {
                             "        #pragma unroll\n        for (int t = 0; t < {7}; ++t) {{\n        if (t >= tile) break;\n"
                             "        const float4* a = reinterpret_cast<const float4*>(activation + (i64)t * K + k);\n",
                             row_decls, storage_type(w_type), row_at, v, 32 * v * kExpertUnroll, kExpertUnroll, 32 * v, tile);
-        code += v == 8 ? fmt::format("        acc[t] = {}(w[u], a[0], a[1], acc[t]);\n", dot)
+        body += v == 8 ? fmt::format("        acc[t] = {}(w[u], a[0], a[1], acc[t]);\n", dot)
                        : fmt::format("        acc[t] = {}(w[u], a[0], acc[t]);\n", dot);
-        code += "        }\n        }\n      }\n";
+        body += "        }\n        }\n      }\n";
     } else {
-        code += fmt::format("      for (i64 k = lane; k < K; k += 32) {{\n        const i64 wz = (expert * N + n) * K + k;\n{0}"
+        body += fmt::format("      for (i64 k = lane; k < K; k += 32) {{\n        const i64 wz = (expert * N + n) * K + k;\n{0}"
                             "        const float weight = {1};\n"
                             "        #pragma unroll\n        for (int t = 0; t < {2}; ++t)\n"
                             "        if (t < tile) acc[t] = fmaf(activation[(i64)t * K + k], weight, acc[t]);\n      }}\n",
                             element_decls, widen(w_type, fmt::format("in1[{}]", element_at)), tile);
     }
     // A tile's count is the same in every lane of the warp, so the butterflies stop at it together.
-    code += fmt::format("      #pragma unroll\n      for (int t = 0; t < {0}; ++t) {{\n      if (t >= tile) break;\n"
+    body += fmt::format("      #pragma unroll\n      for (int t = 0; t < {0}; ++t) {{\n      if (t >= tile) break;\n"
                         "      for (int s = 16; s > 0; s >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], s);\n"
-                        "      if (lane == t) out[(i64)picked[done + t] * N + n] = acc[t];\n      }}\n      }}\n"
-                        "      done += tile;\n      __syncthreads();\n    }}\n",
+                        "      if (lane == t) out[(i64)picked[done + t] * N + n] = acc[t];\n      }}\n      }}\n",
                         tile);
-    // The rows of a partial tile move to the front (fewer than a tile, so the ranges do not overlap).
-    code += "    if ((int)threadIdx.x < held - done) picked[threadIdx.x] = picked[done + threadIdx.x];\n"
-            "    held -= done;\n    __syncthreads();\n  }\n}\n";
+    code += rows_source.tiles(body);
     return code;
 }
 

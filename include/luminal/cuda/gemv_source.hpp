@@ -14,10 +14,21 @@
 namespace luminal::cuda {
 
 // Products of a 16-byte weight vector with the activation values beside it,
-// and the block's dynamic shared memory (the host shim gives its own).
+// a warp's tensor-core product of bf16 tiles (mma.sync m16n8k16, f32
+// accumulation), a float rounded to bf16 bits (nearest even; the values
+// rounded are finite), and the block's dynamic shared memory (the host shim
+// gives its own shared memory and product).
 inline constexpr std::string_view kGemvPrelude = R"(#ifndef LUMINAL_HOST_SHIM
 __device__ __forceinline__ float* luminal_dynamic_shared() { extern __shared__ __align__(16) float luminal_dynamic[]; return luminal_dynamic; }
+__device__ __forceinline__ void luminal_mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 #endif
+__device__ __forceinline__ unsigned luminal_bf16_bits(float f) {
+  const unsigned u = __float_as_uint(f);
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
 __device__ __forceinline__ float luminal_dot_bf16(uint4 w, float4 a, float4 b, float acc) {
   acc = fmaf(__uint_as_float(w.x << 16), a.x, acc); acc = fmaf(__uint_as_float(w.x & 0xffff0000u), a.y, acc);
   acc = fmaf(__uint_as_float(w.y << 16), a.z, acc); acc = fmaf(__uint_as_float(w.y & 0xffff0000u), a.w, acc);

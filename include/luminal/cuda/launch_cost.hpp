@@ -27,6 +27,7 @@ struct LaunchWork {
     double dram_read = 0, dram_write = 0, l2_read = 0, l2_write = 0;
     double l2_rereads = 0;         // bytes read again from L2 (by every block that needs them): time, not unique bytes
     double flops = 0;
+    double mma_flops = 0;          // a kernel's arithmetic on tensor cores (mma.sync)
     bool tensor_cores = false;     // Library: bf16/f16 products
     // Bytes of independent loads a thread issues before it waits on one (stores never wait).
     double dram_in_flight = 16, l2_in_flight = 16;
@@ -81,7 +82,8 @@ inline LaunchEstimate estimate_launch(const LaunchWork& w, const DeviceSpec& d, 
         const double l2_rate = std::min({d.l2_bandwidth, threads * w.l2_in_flight / d.l2_latency, sm_cap});
         const double memory = std::max(over(w.dram_read * share, dram_rate) + over(w.dram_write * share, d.bandwidth),
                                        over((w.l2_read + w.l2_rereads) * share, l2_rate) + over(w.l2_write * share, d.l2_bandwidth));
-        const double compute = w.flops * share / (d.flops * std::min(blocks, static_cast<double>(d.multiprocessors)) / d.multiprocessors);
+        const double compute = (w.flops / d.flops + w.mma_flops / d.mma_sync_flops) * share /
+                               (std::min(blocks, static_cast<double>(d.multiprocessors)) / d.multiprocessors);
         return std::pair(std::max(memory, compute), dram_rate);
     };
     const double full_waves = std::floor(units / static_cast<double>(concurrent));

@@ -86,6 +86,7 @@ inline LaunchWork group_work(const std::vector<LaunchWork>& members) {
         w.l2_write += m.l2_write;
         w.l2_rereads += m.l2_rereads;
         w.flops += m.flops;
+        w.mma_flops += m.mma_flops;
         const double t = static_cast<double>(m.grid) * m.block;
         threads += t;
         dram += t * m.dram_in_flight;

@@ -63,7 +63,7 @@ struct PlanReport {
             const PlanReportRow& r = rows[i];
             out += fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>12.0f} {:>10.3g} {:>8.0f} {:>9.2f}\n", i, r.launch.node,
                                r.kernel, r.op.substr(0, 44), r.launch.grid, r.launch.block,
-                               r.registers ? fmt::format("{}", *r.registers) : std::string("-"), r.work.bytes(), r.work.flops,
+                               r.registers ? fmt::format("{}", *r.registers) : std::string("-"), r.work.bytes(), r.work.flops + r.work.mma_flops,
                                r.estimate.bandwidth * 1e-9, r.estimate.seconds * 1e6);
         }
         out += fmt::format("launches: {} per step", rows.size());

@@ -31,6 +31,15 @@ public:
         index_.insert(id);
         return id;
     }
+    // The id of a spec equal to `spec` interned before, without interning it.
+    std::optional<AttrId> find(const NodeSpec& spec) {
+        specs_.push_back(spec);
+        const auto probe = static_cast<AttrId>(specs_.size() - 1);
+        auto it = index_.find(probe);
+        specs_.pop_back();
+        if (it == index_.end()) return std::nullopt;
+        return *it;
+    }
     const NodeSpec& operator[](AttrId id) const { return specs_[id]; }
     std::size_t size() const { return specs_.size(); }
 
