@@ -139,6 +139,14 @@ TEST_CASE("block-quantized experts are read as their blocks and equal the dequan
     experts.run_and_check(rt);
 }
 
+TEST_CASE("the gated products of block-quantized experts, SiLU(gate x) * (up x), equal the dequantized experts'") {
+    luminal_test::QuantizedGateUp experts;
+    luminal::CompileOptions options;
+    options.verbosity = 0;
+    auto rt = experts.cx.compile(luminal::CpuRuntime(luminal::CpuOptions{2}), options);
+    experts.run_and_check(rt);
+}
+
 TEST_CASE("a mixture of experts reads the chosen experts in place and equals the routed mixture") {
     const MoeShape shapes[] = {{1, 1, 24, 20}, {3, 2, 40, 33}, {8, 8, 32, 72}, {8, 3, 64, 16}};
     for (const MoeShape& s : shapes)

@@ -1,5 +1,6 @@
 // ExpertMatmul on CUDA: the mixture of experts nn::Experts writes runs as
-// the expert GEMV (no copy of any expert's weights), through its printed
+// the expert GEMV (gate and up as one, SiLU(gate) * up in its epilogue), or
+// for prefills the expert GEMM (no copy of any expert's weights), through its printed
 // source on the host and the host emulator's interpretation, each against a
 // plain-loop evaluation of the routed SwiGLU mixture written here: expert
 // counts 1..8 and 128, top-k 1..8, 1..64 tokens with repeated and unused
@@ -107,16 +108,28 @@ std::vector<std::int32_t> draw_picks(std::int64_t n, const std::vector<std::int3
     return v;
 }
 
-// The mixtures compiled for steps of `planned_tokens` tokens, their products run as `op`.
+// How a mixture's three products run: gate and up as one ExpertGateUp, down as an ExpertMatmul (decode) or, at these
+// sizes of a prefill, as the expert GEMM.
+struct ProductOps {
+    std::string_view op;
+    std::size_t per_mixture;
+};
+inline constexpr ProductOps kDecodeProducts[] = {{cuda::ExpertGateUpOp::name, 1}, {ExpertMatmulOp::name, 1}};
+inline constexpr ProductOps kPrefillProducts[] = {{cuda::ExpertGateUpOp::name, 1}, {cuda::ExpertGemmOp::name, 1}};
+
+// The mixtures compiled for steps of `planned_tokens` tokens, their products run as `ops` says.
 template <typename Emulator>
 void check_mixtures(const std::vector<Mixture>& mixtures, std::initializer_list<std::int64_t> token_counts,
-                    std::int64_t planned_tokens = 1, std::string_view op = ExpertMatmulOp::name) {
+                    std::int64_t planned_tokens = 1, std::span<const ProductOps> ops = kDecodeProducts) {
     MixtureGraph g(mixtures);
     CompileOptions options;
     options.verbosity = 0;
     options.workloads = {{DynMap{{'s', planned_tokens}}, 1}};
     auto rt = g.cx.compile(Emulator{}, options);
-    CHECK(expert_products(rt, op) == 3 * mixtures.size());
+    for (const ProductOps& p : ops) {
+        CAPTURE(p.op);
+        CHECK(expert_products(rt, p.op) == p.per_mixture * mixtures.size());
+    }
     luminal_test::NvrtcCoverage::get().compile(rt.plan());
     std::mt19937_64 rng(static_cast<std::uint64_t>(mixtures[0].experts * 131 + mixtures[0].top_k * 17 + mixtures[0].hidden));
     std::vector<std::vector<float>> gates, ups, downs;
@@ -213,13 +226,13 @@ TEST_CASE("the expert GEMV on the host emulator: expert counts 1..8, top-k 1..8,
     check_mixtures<luminal_test::CompilingEmulator>({{128, 8, 32, 16, DType::BF16}}, {1, 2});
 }
 
-// Prefill-sized steps: the expert GEMM on tensor cores (sizes at which the cost model prefers it to the GEMV). 70
-// tokens at top 4 of 5 experts put ~56 rows on each expert (one tile of 64); 150 tokens put ~120 (two tiles), as do
-// 150 at top 2 of 4. Columns past a block's 128 (N = 136, 264), K past a slice of 32 (40, 136, 264).
+// Prefill-sized steps: the down product as the expert GEMM on tensor cores (at these sizes the cost model keeps gate and
+// up as one GEMV). 70 tokens at top 4 of 5 experts put ~56 rows on each expert (one tile of 64); 150 tokens put ~120
+// (two tiles), as do 150 at top 2 of 4. Outputs past a block's 128 columns (N = 136, 264), K past a slice of 32 (40).
 TEST_CASE("the expert GEMM (mma.sync, bf16 experts) through its printed source and on the host emulator: tiles of 64 rows") {
-    const std::vector<Mixture> mixtures = {{5, 4, 40, 136, DType::BF16}, {4, 2, 64, 264, DType::BF16}};
-    check_mixtures<luminal_test::PrintedSourceEmulator>(mixtures, {70, 150}, 128, cuda::ExpertGemmOp::name);
-    check_mixtures<luminal_test::CompilingEmulator>(mixtures, {1, 70, 150}, 128, cuda::ExpertGemmOp::name);
+    const std::vector<Mixture> mixtures = {{5, 4, 136, 40, DType::BF16}, {4, 2, 264, 64, DType::BF16}};
+    check_mixtures<luminal_test::PrintedSourceEmulator>(mixtures, {70, 150}, 128, kPrefillProducts);
+    check_mixtures<luminal_test::CompilingEmulator>(mixtures, {1, 70, 150}, 128, kPrefillProducts);
 }
 
 TEST_CASE("block-quantized experts as their blocks: every kept format, f32 and 8-bit activations, on the host emulator and "
@@ -235,6 +248,23 @@ TEST_CASE("block-quantized experts as their blocks: every kept format, f32 and 8
     luminal_test::QuantizedExperts experts;
     auto [rt, report] = compile_with_report(experts.cx, luminal_test::PrintedSourceEmulator{}, options);
     experts.check_program(report.program.to_string());
+    luminal_test::NvrtcCoverage::get().compile(rt.plan());
+    experts.run_and_check(rt);
+}
+
+TEST_CASE("gate and up of block-quantized experts as one expert GEMV with SiLU(gate) * up: every kept format, f32 and 8-bit "
+          "activations, on the host emulator and through the printed source") {
+    CompileOptions options;
+    options.verbosity = 0;
+    {
+        luminal_test::QuantizedGateUp experts;
+        auto [rt, report] = compile_with_report(experts.cx, luminal_test::CompilingEmulator{}, options);
+        CHECK(expert_products(rt, cuda::ExpertGateUpOp::name) == 2 * std::size(kBlockQuantized));
+        experts.run_and_check(rt);
+    }
+    luminal_test::QuantizedGateUp experts;
+    auto [rt, report] = compile_with_report(experts.cx, luminal_test::PrintedSourceEmulator{}, options);
+    CHECK(expert_products(rt, cuda::ExpertGateUpOp::name) == 2 * std::size(kBlockQuantized));
     luminal_test::NvrtcCoverage::get().compile(rt.plan());
     experts.run_and_check(rt);
 }

@@ -6,11 +6,13 @@
 // row kernel (row_fusion.hpp); a Matmul of two matrices of one float dtype
 // also through cuBLASLt; a mixture of experts' products as ExpertMatmul, on
 // a quantized model's blocks too (lowering/expert_rules.hpp), and those of bf16
-// experts also as a tensor-core GEMM; argsort's rank
+// experts also as a tensor-core GEMM, gate and up as one GEMV with the
+// activation in its epilogue; argsort's rank
 // count as a sort of rows that fit a block's shared memory. The search profiles the alternatives.
 #include "luminal/cuda/argsort_kernel.hpp"
 #include "luminal/cuda/attention_rules.hpp"
 #include "luminal/cuda/blas_matmul_op.hpp"
+#include "luminal/cuda/expert_gate_up_rules.hpp"
 #include "luminal/cuda/expert_gemm_kernel.hpp"
 #include "luminal/cuda/gemv_rules.hpp"
 #include "luminal/cuda/quant_rules.hpp"
@@ -144,6 +146,8 @@ using CudaRules = concat_t<CoreRules, LoweringRules, ExpertRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
                                    RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>,
-                           GemvRules, QuantRules, RegionRules, RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax, ArgsortFromRanks<cuda::CudaSortableRows>, ExpertMatmulThroughGemm>>;
+                           GemvRules, QuantRules, RegionRules,
+                           RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax, ArgsortFromRanks<cuda::CudaSortableRows>,
+                                   ExpertMatmulThroughGemm, ExpertGateUpFromRegion>>;
 
 }  // namespace luminal::egraph

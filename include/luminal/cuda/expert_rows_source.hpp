@@ -25,6 +25,7 @@ struct ExpertRowsSource {
     std::string seen_bytes;           // where the shared bytes start (after the kernel's own dynamic shared memory)
     int tile = 1;
     int columns_per_block = 1;        // output columns a block takes: columns = ceil(N / this)
+    std::string experts = "in2";      // the kernel parameter holding the experts
 
     // From the kernel's opening brace to the point where `expert` is known.
     std::string prologue(const std::string& r, const std::string& e, const std::string& n, const std::string& k) const {
@@ -38,10 +39,10 @@ struct ExpertRowsSource {
                             "  __shared__ int picked[{}];\n  __shared__ int prefix[{}];\n  __shared__ i64 chosen;\n",
                             seen_bytes, kThreadsPerBlock + tile, kThreadsPerBlock);
         code += "  for (i64 x = threadIdx.x; x < E; x += blockDim.x) seen[x] = 0;\n  __syncthreads();\n";
-        code += fmt::format("  for (i64 r = threadIdx.x; r < R; r += blockDim.x) {{\n{}    const i64 x = (i64)in2[{}];\n"
+        code += fmt::format("  for (i64 r = threadIdx.x; r < R; r += blockDim.x) {{\n{}    const i64 x = (i64){}[{}];\n"
                             "    if (x < 0 || x >= E) {{ luminal_fault(fault, {}, node, x, E); continue; }}\n"
                             "    seen[x] = 1;\n  }}\n  __syncthreads();\n",
-                            mark_decls, mark_at, static_cast<int>(FaultCode::ExpertIndex));
+                            mark_decls, experts, mark_at, static_cast<int>(FaultCode::ExpertIndex));
         code += "  for (i64 w = threadIdx.x; w * 32 < E; w += blockDim.x) {\n    unsigned bits = 0u;\n"
                 "    for (int b = 0; b < 32 && w * 32 + b < E; ++b) bits |= (unsigned)seen[w * 32 + b] << b;\n"
                 "    words[w] = bits;\n  }\n  __syncthreads();\n"
@@ -58,7 +59,7 @@ struct ExpertRowsSource {
         std::string code = "  int held = 0;\n";
         // A window of rows: the matches' prefix sum places them after the rows held over, in order.
         code += fmt::format("  for (i64 r0 = 0; r0 < R; r0 += blockDim.x) {{\n    const i64 r = r0 + threadIdx.x;\n    int match = 0;\n"
-                            "    if (r < R) {{\n{}    match = (i64)in2[{}] == expert;\n    }}\n"
+                            "    if (r < R) {{\n{}    match = (i64){}[{}] == expert;\n    }}\n"
                             "    prefix[threadIdx.x] = match;\n    __syncthreads();\n"
                             "    for (int s = 1; s < (int)blockDim.x; s <<= 1) {{\n"
                             "      const int before = (int)threadIdx.x >= s ? prefix[threadIdx.x - s] : 0;\n"
@@ -66,7 +67,7 @@ struct ExpertRowsSource {
                             "    if (match) picked[held + prefix[threadIdx.x] - 1] = (int)r;\n"
                             "    held += prefix[blockDim.x - 1];\n    __syncthreads();\n"
                             "    const bool last = r0 + (i64)blockDim.x >= R;\n    int done = 0;\n",
-                            scan_decls, scan_at);
+                            scan_decls, experts, scan_at);
         code += fmt::format("    while (held - done >= {0} || (last && held > done)) {{\n"
                             "      const int tile = held - done < {0} ? held - done : {0};\n",
                             tile);
