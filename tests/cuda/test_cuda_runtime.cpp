@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../nn/model_reference.hpp"
+#include "../argsort_cases.hpp"
 #include "../quantized_experts.hpp"
 
 using namespace luminal;
@@ -96,6 +97,24 @@ TEST_CASE("block-quantized experts on the device, read as their blocks, equal th
     options.verbosity = 0;
     auto [rt, report] = compile_with_report(experts.cx, cuda::CudaRuntime{}, options);
     experts.check_program(report.program.to_string());
+    experts.run_and_check(rt);
+}
+
+TEST_CASE("argsort and topk_indexes on the device: a bitonic sort per row equals std::stable_sort's order" * doctest::skip(!kDevice)) {
+    luminal_test::ArgsortCases cases;
+    CompileOptions options;
+    options.verbosity = 0;
+    auto [rt, report] = compile_with_report(cases.cx, cuda::CudaRuntime{}, options);
+    cases.check_program(report.program.to_string());
+    cases.run_and_check(rt);
+}
+
+TEST_CASE("gate and up of block-quantized experts as one expert GEMV on the device equal the dequantized experts'" *
+          doctest::skip(!kDevice)) {
+    luminal_test::QuantizedGateUp experts;
+    CompileOptions options;
+    options.verbosity = 0;
+    auto rt = experts.cx.compile(cuda::CudaRuntime{}, options);
     experts.run_and_check(rt);
 }
 
