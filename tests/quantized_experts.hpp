@@ -2,22 +2,29 @@
 // Block-quantized experts as a quantized MoE writes them (Dequantize of the
 // stacked blocks, reshaped to [E, N, K], index_select of each token's expert,
 // a batched matmul), every kept format with f32 activations and rounded to Q8
-// blocks, in one graph: the 40 rows of tools/gen_quantized_fixtures.py's
-// matrices as 5 experts of 8, 13 tokens with experts 1 and 3 unused. A
-// backend's result is checked against the gguf package's dequantized rows
+// blocks, in one graph, 13 tokens with experts 1 and 3 unused:
+//  * QuantizedExperts: the 40 rows of tools/gen_quantized_fixtures.py's
+//    matrices as 5 experts of 8, one product each;
+//  * QuantizedGateUp: the gated form SiLU(gate x) * (up x), gate the first 20
+//    rows of each matrix and up the last 20, each as 5 experts of 4 rows.
+// A backend's result is checked against the gguf package's dequantized rows
 // (tests/data/quantized/products.safetensors) times x by plain loops.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <luminal/luminal.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace luminal_test {
 
 namespace quantized_experts_detail {
+
+inline constexpr std::int64_t kExperts = 5, kTokens = 13;
 
 // Each token's expert: experts 1 and 3 unused.
 inline const std::vector<std::int32_t>& chosen() {
@@ -37,26 +44,97 @@ inline std::vector<double> q8_rounded(const float* x, std::int64_t k) {
     return out;
 }
 
+// One format and activation mode: its activations, chosen experts, weight blocks and result [tokens, rows, 1].
+struct Part {
+    luminal::QuantFormat format;
+    bool q8;
+    std::int64_t cols;
+    luminal::GraphTensor x, picked;
+    std::vector<luminal::GraphTensor> blocks;  // each a contiguous range of the fixture matrix's rows
+    std::optional<luminal::GraphTensor> y;
+};
+
+// Experts of `rows` rows of `blocks` for the tokens of `part`, as the models write their products.
+inline luminal::GraphTensor expert_products(const Part& part, const luminal::GraphTensor& blocks, std::int64_t rows) {
+    using namespace luminal;
+    return custom_op(DequantizeOp{part.format, kExperts * rows, part.cols, part.q8}, {blocks})
+        .reshape({kExperts, rows, part.cols})
+        .index_select(0, part.picked)
+        .matmul(part.x.unsqueeze(-1));
+}
+
+// The parts of every kept format and activation mode, each with `weights` block inputs of experts of `rows` rows.
+inline std::vector<Part> make_parts(luminal::Graph& cx, int weights, std::int64_t rows,
+                                    const std::function<luminal::GraphTensor(const Part&)>& result) {
+    using namespace luminal;
+    std::vector<Part> parts;
+    for (QuantFormat format : kBlockQuantized)
+        for (bool q8 : {false, true}) {
+            const std::int64_t cols = block_elements(format) == 256 ? 512 : 96;
+            Part p{format, q8, cols, cx.tensor({kTokens, cols}), cx.tensor({kTokens}, DType::I32), {}, std::nullopt};
+            for (int w = 0; w < weights; ++w) p.blocks.push_back(cx.tensor({quantized_bytes(format, kExperts * rows, cols)}, DType::U8));
+            p.y = result(p).output();
+            parts.push_back(std::move(p));
+        }
+    return parts;
+}
+
+// Binds every part's inputs (block input w: the w-th equal share of the fixture's rows), executes, and checks each
+// output [t, o] against want(activations of token t as the product sees them, the dequantized matrix, t, o).
+template <typename Compiled>
+void run_and_check_parts(Compiled& rt, const luminal::Graph& cx, const std::vector<Part>& parts, std::int64_t rows, double tolerance,
+                         const std::function<double(const std::vector<double>&, const std::vector<float>&, std::int64_t, std::int64_t,
+                                                    std::int64_t)>& want) {
+    using namespace luminal;
+    const auto file = io::SafetensorsFile::open(std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "quantized" / "products.safetensors");
+    auto activations = [&](const Part& p) { return io::to_f32(file.at(p.cols == 512 ? "x256" : "x")); };
+    for (const Part& p : parts) {
+        const auto x = activations(p);
+        rt.set_data(p.x, std::vector<float>(x.begin(), x.begin() + kTokens * p.cols));
+        rt.set_data(p.picked, chosen());
+        const auto blocks = file.at(std::string(io::name_of(p.format)) + ".blocks").bytes;
+        const std::size_t share = blocks.size() / p.blocks.size();
+        for (std::size_t w = 0; w < p.blocks.size(); ++w) rt.set_bytes(p.blocks[w], std::span(blocks.data() + w * share, share));
+    }
+    rt.execute(cx.dyn_map());
+    for (const Part& p : parts) {
+        CAPTURE(io::name_of(p.format));
+        CAPTURE(p.q8);
+        const auto x = activations(p);
+        const auto dequantized = io::to_f32(file.at(std::string(io::name_of(p.format)) + ".dequantized"));
+        const auto got = rt.get_f32(*p.y);
+        double worst = 0;
+        for (std::int64_t t = 0; t < kTokens; ++t) {
+            const float* xt = x.data() + t * p.cols;
+            const std::vector<double> a = p.q8 ? q8_rounded(xt, p.cols) : std::vector<double>(xt, xt + p.cols);
+            for (std::int64_t o = 0; o < rows; ++o) {
+                const double expected = want(a, dequantized, p.cols, t, o);
+                worst = std::max(worst, std::abs(got[t * rows + o] - expected) / (1 + std::abs(expected)));
+            }
+        }
+        CHECK(worst <= tolerance);
+    }
+}
+
+// Row `row` of the fixture matrix times a.
+inline double dot_row(const std::vector<double>& a, const std::vector<float>& matrix, std::int64_t cols, std::int64_t row) {
+    double sum = 0;
+    for (std::int64_t i = 0; i < cols; ++i) sum += a[i] * matrix[row * cols + i];
+    return sum;
+}
+
 }  // namespace quantized_experts_detail
 
 class QuantizedExperts {
 public:
-    static constexpr std::int64_t kExperts = 5, kRows = 8, kTokens = 13;
+    static constexpr std::int64_t kRows = 8;
 
     luminal::Graph cx;
 
-    QuantizedExperts() {
-        using namespace luminal;
-        for (QuantFormat format : kBlockQuantized)
-            for (bool q8 : {false, true}) {
-                const std::int64_t cols = block_elements(format) == 256 ? 512 : 96;
-                const GraphTensor x = cx.tensor({kTokens, cols}), picked = cx.tensor({kTokens}, DType::I32),
-                                  blocks = cx.tensor({quantized_bytes(format, kExperts * kRows, cols)}, DType::U8);
-                auto w = custom_op(DequantizeOp{format, kExperts * kRows, cols, q8}, {blocks}).reshape({kExperts, kRows, cols});
-                const GraphTensor y = w.index_select(0, picked).matmul(x.unsqueeze(-1)).output();  // [tokens, rows, 1]
-                parts_.push_back(Part{format, q8, cols, x, picked, blocks, y});
-            }
-    }
+    QuantizedExperts()
+        : parts_(quantized_experts_detail::make_parts(cx, 1, kRows, [](const quantized_experts_detail::Part& p) {
+              return quantized_experts_detail::expert_products(p, p.blocks[0], kRows);
+          })) {}
 
     // The program reads every expert product's blocks as they are.
     static void check_program(const std::string& program) {
@@ -68,123 +146,42 @@ public:
 
     template <typename Compiled>
     void run_and_check(Compiled& rt) const {
-        using namespace luminal;
-        const auto file = io::SafetensorsFile::open(std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "quantized" / "products.safetensors");
-        for (const Part& p : parts_) {
-            const auto activations = io::to_f32(file.at(p.cols == 512 ? "x256" : "x"));
-            rt.set_data(p.x, std::vector<float>(activations.begin(), activations.begin() + kTokens * p.cols));
-            rt.set_data(p.picked, quantized_experts_detail::chosen());
-            rt.set_bytes(p.blocks, file.at(std::string(io::name_of(p.format)) + ".blocks").bytes);
-        }
-        rt.execute(cx.dyn_map());
-        for (const Part& p : parts_) {
-            CAPTURE(io::name_of(p.format));
-            CAPTURE(p.q8);
-            const auto activations = io::to_f32(file.at(p.cols == 512 ? "x256" : "x"));
-            const auto dequantized = io::to_f32(file.at(std::string(io::name_of(p.format)) + ".dequantized"));
-            const auto got = rt.get_f32(p.y);
-            double worst = 0;
-            for (std::int64_t t = 0; t < kTokens; ++t) {
-                const float* xt = activations.data() + t * p.cols;
-                const std::vector<double> a =
-                    p.q8 ? quantized_experts_detail::q8_rounded(xt, p.cols) : std::vector<double>(xt, xt + p.cols);
-                for (std::int64_t o = 0; o < kRows; ++o) {
-                    double want = 0;
-                    for (std::int64_t i = 0; i < p.cols; ++i)
-                        want += a[i] * dequantized[(quantized_experts_detail::chosen()[t] * kRows + o) * p.cols + i];
-                    worst = std::max(worst, std::abs(got[t * kRows + o] - want) / (1 + std::abs(want)));
-                }
-            }
-            CHECK(worst <= 2e-5);
-        }
+        using namespace quantized_experts_detail;
+        run_and_check_parts(rt, cx, parts_, kRows, 2e-5,
+                            [](const std::vector<double>& a, const std::vector<float>& matrix, std::int64_t cols, std::int64_t t,
+                               std::int64_t o) { return dot_row(a, matrix, cols, chosen()[t] * kRows + o); });
     }
 
 private:
-    struct Part {
-        luminal::QuantFormat format;
-        bool q8;
-        std::int64_t cols;
-        luminal::GraphTensor x, picked, blocks, y;
-    };
-    std::vector<Part> parts_;
-
+    std::vector<quantized_experts_detail::Part> parts_;
 };
 
-// The gated form of the same products, as a quantized MoE's gate and up
-// write it: SiLU(gate x) * (up x), gate the first 20 rows of each format's
-// matrix and up the last 20, each as 5 experts of 4 rows.
 class QuantizedGateUp {
 public:
-    static constexpr std::int64_t kExperts = 5, kRows = 4, kTokens = 13;
+    static constexpr std::int64_t kRows = 4;
 
     luminal::Graph cx;
 
-    QuantizedGateUp() {
-        using namespace luminal;
-        for (QuantFormat format : kBlockQuantized)
-            for (bool q8 : {false, true}) {
-                const std::int64_t cols = block_elements(format) == 256 ? 512 : 96, half = quantized_bytes(format, kExperts * kRows, cols);
-                const GraphTensor x = cx.tensor({kTokens, cols}), picked = cx.tensor({kTokens}, DType::I32),
-                                  gate_blocks = cx.tensor({half}, DType::U8), up_blocks = cx.tensor({half}, DType::U8);
-                auto product = [&](const GraphTensor& blocks) {
-                    return custom_op(DequantizeOp{format, kExperts * kRows, cols, q8}, {blocks})
-                        .reshape({kExperts, kRows, cols})
-                        .index_select(0, picked)
-                        .matmul(x.unsqueeze(-1));
-                };
-                const GraphTensor y = (product(gate_blocks).silu() * product(up_blocks)).output();  // [tokens, rows, 1]
-                parts_.push_back(Part{format, q8, cols, x, picked, gate_blocks, up_blocks, y});
-            }
-    }
+    QuantizedGateUp()
+        : parts_(quantized_experts_detail::make_parts(cx, 2, kRows, [](const quantized_experts_detail::Part& p) {
+              using quantized_experts_detail::expert_products;
+              return expert_products(p, p.blocks[0], kRows).silu() * expert_products(p, p.blocks[1], kRows);
+          })) {}
 
     template <typename Compiled>
     void run_and_check(Compiled& rt) const {
-        using namespace luminal;
-        using quantized_experts_detail::chosen;
-        const auto file = io::SafetensorsFile::open(std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "quantized" / "products.safetensors");
-        for (const Part& p : parts_) {
-            const auto activations = io::to_f32(file.at(p.cols == 512 ? "x256" : "x"));
-            rt.set_data(p.x, std::vector<float>(activations.begin(), activations.begin() + kTokens * p.cols));
-            rt.set_data(p.picked, chosen());
-            const auto blocks = file.at(std::string(io::name_of(p.format)) + ".blocks").bytes;
-            const auto half = static_cast<std::ptrdiff_t>(blocks.size() / 2);
-            rt.set_bytes(p.gate_blocks, std::span(blocks.data(), blocks.size() / 2));
-            rt.set_bytes(p.up_blocks, std::span(blocks.data() + half, blocks.size() / 2));
-        }
-        rt.execute(cx.dyn_map());
-        for (const Part& p : parts_) {
-            CAPTURE(io::name_of(p.format));
-            CAPTURE(p.q8);
-            const auto activations = io::to_f32(file.at(p.cols == 512 ? "x256" : "x"));
-            const auto dequantized = io::to_f32(file.at(std::string(io::name_of(p.format)) + ".dequantized"));
-            const auto got = rt.get_f32(p.y);
-            double worst = 0;
-            for (std::int64_t t = 0; t < kTokens; ++t) {
-                const float* xt = activations.data() + t * p.cols;
-                const std::vector<double> a =
-                    p.q8 ? quantized_experts_detail::q8_rounded(xt, p.cols) : std::vector<double>(xt, xt + p.cols);
-                for (std::int64_t o = 0; o < kRows; ++o) {
-                    double gate = 0, up = 0;
-                    for (std::int64_t i = 0; i < p.cols; ++i) {
-                        gate += a[i] * dequantized[(chosen()[t] * kRows + o) * p.cols + i];
-                        up += a[i] * dequantized[((kExperts + chosen()[t]) * kRows + o) * p.cols + i];
-                    }
-                    const double want = gate / (1 + std::exp(-gate)) * up;
-                    worst = std::max(worst, std::abs(got[t * kRows + o] - want) / (1 + std::abs(want)));
-                }
-            }
-            CHECK(worst <= 1e-4);
-        }
+        using namespace quantized_experts_detail;
+        run_and_check_parts(rt, cx, parts_, kRows, 1e-4,
+                            [](const std::vector<double>& a, const std::vector<float>& matrix, std::int64_t cols, std::int64_t t,
+                               std::int64_t o) {
+                                const double gate = dot_row(a, matrix, cols, chosen()[t] * kRows + o),
+                                             up = dot_row(a, matrix, cols, (kExperts + chosen()[t]) * kRows + o);
+                                return gate / (1 + std::exp(-gate)) * up;
+                            });
     }
 
 private:
-    struct Part {
-        luminal::QuantFormat format;
-        bool q8;
-        std::int64_t cols;
-        luminal::GraphTensor x, picked, gate_blocks, up_blocks, y;
-    };
-    std::vector<Part> parts_;
+    std::vector<quantized_experts_detail::Part> parts_;
 };
 
 }  // namespace luminal_test

@@ -20,6 +20,7 @@
 
 #include "luminal/cuda/custom_kernel.hpp"
 #include "luminal/cuda/expert_gemv_kernel.hpp"
+#include "luminal/cuda/expert_rows_source.hpp"
 #include "luminal/cuda/kernel_source.hpp"
 #include "luminal/lowering/expert_matmul.hpp"
 
@@ -76,13 +77,8 @@ struct ExpertGemmKernel final : CustomKernel {
         w.block = static_cast<int>(g.block);
         w.shared_bytes = g.shared_bytes;
         // Each chosen expert once per tile of its rows (rows spread evenly over the slots).
-        const double matrices = slots * n * k;
-        add_read(w, sources[1], matrices, device);
-        (from_l2(sources[1], device) ? w.l2_rereads : w.dram_read) += std::max(tiles - 1, 0.0) * matrices * 2;
-        const double x_before = w.bytes();
-        add_read(w, sources[0], r * k, device);
-        w.l2_rereads += std::max(static_cast<double>(columns(static_cast<std::int64_t>(n))) - 1, 0.0) * (w.bytes() - x_before);
-        add_read(w, sources[2], r, device);
+        add_expert_reads(w, sources, 1, slots * n * k, tiles, r, k, static_cast<double>(columns(static_cast<std::int64_t>(n))),
+                         static_cast<double>(w.grid), device);
         add_write(w, r * n * sizeof(float), device);
         w.dram_in_flight = 16.0 * 2;  // two weight vectors per thread per slice
         w.l2_in_flight = 16;

@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "luminal/cuda/custom_kernel.hpp"
+#include "luminal/cuda/expert_rows_source.hpp"
 #include "luminal/cuda/kernel_lowering.hpp"
 #include "luminal/cuda/kernel_source.hpp"
 #include "luminal/cuda/quant_gemv_kernel.hpp"
@@ -92,18 +93,7 @@ struct ExpertGemvKernel final : CustomKernel {
         // Each chosen expert once per tile of its rows (rows spread evenly over the slots).
         const double matrices = slots * (quant ? static_cast<double>(quantized_bytes(quant->format, quant->rows, quant->cols)) : n * k),
                      tiles = slots > 0 ? std::ceil(r / slots / tile_rows) : 0;
-        for (int j = 1; j <= weights; ++j) {
-            add_read(w, sources[j], matrices, device);
-            (from_l2(sources[j], device) ? w.l2_rereads : w.dram_read) +=
-                std::max(tiles - 1, 0.0) * matrices * static_cast<double>(size_of(sources[j].dtype));
-        }
-        // Every column of blocks of an expert stages its rows' activations; every block scans the indexes twice.
-        const double x_before = w.bytes();
-        add_read(w, sources[0], r * k, device);
-        w.l2_rereads += std::max(static_cast<double>(columns(static_cast<std::int64_t>(n))) - 1, 0.0) * (w.bytes() - x_before);
-        const SourceInfo& picks = sources[experts_input()];
-        add_read(w, picks, r, device);
-        w.l2_rereads += std::max(2 * live - 1, 0.0) * r * static_cast<double>(size_of(picks.dtype));
+        add_expert_reads(w, sources, weights, matrices, tiles, r, k, static_cast<double>(columns(static_cast<std::int64_t>(n))), live, device);
         add_write(w, r * n * sizeof(float), device);
         w.dram_in_flight = quant ? 16.0 * kQuantGemvLoads : vector ? 16.0 * kExpertUnroll : static_cast<double>(size_of(inputs[1]));
         w.l2_in_flight = 16;

@@ -1,8 +1,8 @@
 #pragma once
-// The part of an expert kernel's source that finds its work: which expert a
-// block reads, and the rows that chose it, in order, in tiles. Shared by the
-// expert GEMV (expert_gemv_source.hpp) and the expert GEMM
-// (expert_gemm_source.hpp).
+// The part of an expert kernel that finds its work: which expert a block
+// reads, and the rows that chose it, in order, in tiles; and what that reads.
+// Shared by the expert GEMV (expert_gemv_*.hpp) and the expert GEMM
+// (expert_gemm_*.hpp).
 //
 // The grid is one-dimensional: block b takes slot j = b / columns, the j-th
 // distinct expert among experts[0, R) in increasing order (a block whose slot
@@ -13,9 +13,12 @@
 // matches) into `picked`, and runs them in tiles of at most `tile` rows as
 // they accumulate. The code declares R, E, N, K, slot, expert, picked, done
 // and tile for the parts it wraps.
+#include <algorithm>
+#include <span>
 #include <string>
 
 #include "luminal/cuda/kernel_source.hpp"
+#include "luminal/cuda/kernel_work.hpp"
 
 namespace luminal::cuda {
 
@@ -79,5 +82,25 @@ struct ExpertRowsSource {
         return code;
     }
 };
+
+// The reads of an expert kernel over sources x, `weights` weights, experts:
+// each weight's chosen experts (`matrices` elements) once per tile of their
+// rows, from L2 after the first where they are a step's result; the rows'
+// activations, again from L2 for each block of columns after the first; the
+// experts, which every live block scans twice.
+inline void add_expert_reads(LaunchWork& w, std::span<const SourceInfo> sources, int weights, double matrices, double tiles, double r,
+                             double k, double column_blocks, double live, const DeviceSpec& device) {
+    for (int j = 1; j <= weights; ++j) {
+        add_read(w, sources[j], matrices, device);
+        (from_l2(sources[j], device) ? w.l2_rereads : w.dram_read) +=
+            std::max(tiles - 1, 0.0) * matrices * static_cast<double>(size_of(sources[j].dtype));
+    }
+    const double x_before = w.bytes();
+    add_read(w, sources[0], r * k, device);
+    w.l2_rereads += std::max(column_blocks - 1, 0.0) * (w.bytes() - x_before);
+    const SourceInfo& picks = sources[static_cast<std::size_t>(weights) + 1];
+    add_read(w, picks, r, device);
+    w.l2_rereads += std::max(2 * live - 1, 0.0) * r * static_cast<double>(size_of(picks.dtype));
+}
 
 }  // namespace luminal::cuda
