@@ -70,7 +70,7 @@ struct Args {
     bool ignore_eos = false;
     bool raw_ids = false;
     luminal::DType weights = luminal::DType::F32;
-    std::optional<luminal::DType> kv_dtype;  // unset: bf16 on CUDA, f32 on the CPU
+    std::optional<luminal::DType> kv_dtype;  // unset: bf16 on CUDA, f16 on the CPU (as llama.cpp)
     std::string device = "cpu";
     std::size_t threads = 0;
     bool dequantize = false;
@@ -112,7 +112,7 @@ luminal::io::ModelConfig config_of(const std::filesystem::path& model) {
 }
 
 luminal::DType kv_dtype_of(const Args& args) {
-    return args.kv_dtype.value_or(args.device == "cuda" ? luminal::DType::BF16 : luminal::DType::F32);
+    return args.kv_dtype.value_or(args.device == "cuda" ? luminal::DType::BF16 : luminal::DType::F16);
 }
 
 // Whether llama.cpp's Q4_K_M gives layer i of n its larger format (the first and
@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
         {"f32", luminal::DType::F32}, {"f16", luminal::DType::F16}, {"bf16", luminal::DType::BF16}};
     app.add_option("--weights", args.weights, "dtype the weight matrices are kept in (f16/bf16: computed in f32)")
         ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
-    app.add_option("--kv-dtype", args.kv_dtype, "dtype of the KV cache (default: bf16 on cuda, f32 on cpu)")
+    app.add_option("--kv-dtype", args.kv_dtype, "dtype of the KV cache (default: bf16 on cuda, f16 on cpu)")
         ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
     app.add_option("--device", args.device, "cpu, or cuda (the GPU's driver is loaded at run time)")
         ->check(CLI::IsMember({"cpu", "cuda"}));

@@ -26,6 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true",
                         help="the configuration's code paths on the CPU: tiny random models, CPU twins of CUDA paths")
     parser.add_argument("--skip", action="append", default=[], metavar="PATH", help="leave a path out (repeatable)")
+    parser.add_argument("--model", action="append", default=[], metavar="PATTERN",
+                        help="only the models whose key matches (fnmatch, repeatable)")
+    parser.add_argument("--threads", action="append", default=[], type=int, metavar="N",
+                        help="only the settings with this thread count (repeatable)")
+    parser.add_argument("--prompt-tokens", action="append", default=[], type=int, metavar="N",
+                        help="only the settings with this prompt length (repeatable)")
+    parser.add_argument("--rounds", type=int, help="processes per path and setting, run in turns (default: the config's)")
     parser.add_argument("--budget-s", type=float, help="wall-clock budget of the whole run; later rows are skipped")
     parser.add_argument("--build-marker", type=Path,
                         help="a file that exists once our binaries are built: paths of ours wait for it")
@@ -47,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"report: {out}")
             return 0
         try:
-            config = configs.load(args.config)
+            config = configs.select(configs.load(args.config), args.model, args.threads, args.prompt_tokens,
+                                    args.rounds)
         except configs.ConfigError as error:
             print(f"bench: {error}", file=sys.stderr)
             return 2

@@ -2,6 +2,7 @@
 plain dataclasses so that a typo fails before anything runs."""
 from __future__ import annotations
 
+import fnmatch
 import json
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -187,6 +188,27 @@ def without_paths(config: Config, skipped: set[str]) -> Config:
     """The configuration with the named paths left out (a model left with none is dropped)."""
     models = [replace(m, paths=tuple(p for p in m.paths if p not in skipped)) for m in config.models]
     return replace(config, models=tuple(m for m in models if m.paths))
+
+
+def select(config: Config, models: list[str] = (), threads: list[int] = (), prompt_tokens: list[int] = (),
+           rounds: int | None = None) -> Config:
+    """Part of a configuration, to measure a long one in several sittings: the models whose
+    key matches one of the `models` patterns (fnmatch), the settings with one of the
+    `threads` and `prompt_tokens` (empty: all), and `rounds` in place of the configured
+    rounds. A selection that leaves nothing to run is a ConfigError."""
+    chosen = tuple(m for m in config.models if not models or any(fnmatch.fnmatchcase(m.key, p) for p in models))
+    settings = tuple(s for s in config.settings
+                     if (not threads or s.effective_threads in threads)
+                     and (not prompt_tokens or s.prompt_tokens in prompt_tokens))
+    if not chosen:
+        raise ConfigError(f"{config.name}: no model key matches {list(models)}; keys: "
+                          f"{', '.join(m.key for m in config.models)}")
+    if not settings:
+        raise ConfigError(f"{config.name}: no setting has threads in {list(threads) or 'any'} and prompt_tokens in "
+                          f"{list(prompt_tokens) or 'any'}; settings: {', '.join(s.label for s in config.settings)}")
+    if rounds is not None and rounds < 1:
+        raise ConfigError(f"{config.name}: rounds must be >= 1, got {rounds}")
+    return replace(config, models=chosen, settings=settings, rounds=config.rounds if rounds is None else rounds)
 
 
 def _check_options(options: dict, source: str, where: str) -> None:

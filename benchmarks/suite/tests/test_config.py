@@ -54,6 +54,19 @@ class ConfigTest(unittest.TestCase):
             with self.subTest(name=name), self.assertRaises(config.ConfigError):
                 config.parse("t", raw)
 
+    def test_a_selection_keeps_matching_models_and_settings(self):
+        models = [{"key": k, "source": "file", "path": "x", "paths": ["ours-cpu"]} for k in ("a-q4", "a-q8", "b-q4")]
+        parsed = config.parse("t", minimal(models=models, settings=[{"prompt_tokens": [8, 16], "decode_tokens": 2,
+                                                                     "threads": [1, 2]}]))
+        part = config.select(parsed, models=["*-q4"], threads=[2], prompt_tokens=[16], rounds=3)
+        self.assertEqual([m.key for m in part.models], ["a-q4", "b-q4"])
+        self.assertEqual([(s.prompt_tokens, s.threads) for s in part.settings], [(16, 2)])
+        self.assertEqual(part.rounds, 3)
+        self.assertEqual(config.select(parsed), parsed)
+        for empty in ({"models": ["c*"]}, {"threads": [4]}, {"prompt_tokens": [9]}, {"rounds": 0}):
+            with self.subTest(empty=empty), self.assertRaises(config.ConfigError):
+                config.select(parsed, **empty)
+
     def test_unknown_name_lists_the_known_ones(self):
         with self.assertRaisesRegex(config.ConfigError, "smoke"):
             config.load("no-such-config")

@@ -4,7 +4,7 @@
 // activations; then every (expert, chunk of output rows) is one task of the
 // pool, reading that chunk of the expert's weights once, in place, for all its
 // rows: a GEMV at decode, a GEMM in a prefill. 16-bit weights are widened as
-// they are read for a few rows (cpu/matmul.hpp's widening product) and
+// they are read for a few rows (cpu/few_rows.hpp) and
 // widened once per chunk into a panel for many. Block-quantized experts are
 // read as QuantizedMatmul reads a matrix (cpu/quantized.hpp): each expert's
 // rows rounded to Q8 once, or decoded per chunk for f32 activations.
@@ -32,15 +32,13 @@ namespace expert_detail {
 inline constexpr std::int64_t kChunkRows = 64;
 
 template <DType D>
-void chunk_product(const float* a, std::int64_t m, std::int64_t k, const std::uint16_t* w, std::int64_t rows,
-                   std::int64_t row_stride, float* out, std::int64_t ldc) {
-    thread_local std::vector<float> staged;
-    if (m <= matmul_detail::kWideningMaxRows) {
-        staged.resize(static_cast<std::size_t>(m * rows));
-        matmul_detail::widening_product<D>(matmul_detail::Slice{a, m, k, k, 1}, w, rows, row_stride, staged.data());
-        for (std::int64_t i = 0; i < m; ++i) std::copy_n(staged.data() + i * rows, rows, out + i * ldc);
-        return;
+void chunk_product(quant::Isa isa, const float* a, std::int64_t m, std::int64_t k, const std::uint16_t* w,
+                   std::int64_t rows, std::int64_t row_stride, float* out, std::int64_t ldc) {
+    if (m <= few_rows::kMaxRows) {
+        const few_rows::Batch batch{a, w, out};
+        return few_rows::rows_product<D>(isa, &batch, 1, m, k, k, rows, row_stride, ldc, nullptr);
     }
+    thread_local std::vector<float> staged;
     staged.resize(static_cast<std::size_t>(rows * k));
     for (std::int64_t j = 0; j < rows; ++j) matmul_detail::widen_row<D>(w + j * row_stride, k, staged.data() + j * k);
     const matmul_detail::RowMap x(a, m, k, Eigen::OuterStride<>(k));
@@ -182,10 +180,10 @@ inline void expert_matmul(const ExpertMatmulOp& op, DType x_dtype, const std::by
             if (w_dtype == DType::F32)
                 f32_chunk_product(a, m, k, reinterpret_cast<const float*>(w_data) + at, chunk, row_stride, c, n);
             else if (w_dtype == DType::BF16)
-                chunk_product<DType::BF16>(a, m, k, reinterpret_cast<const std::uint16_t*>(w_data) + at, chunk,
+                chunk_product<DType::BF16>(isa, a, m, k, reinterpret_cast<const std::uint16_t*>(w_data) + at, chunk,
                                            row_stride, c, n);
             else
-                chunk_product<DType::F16>(a, m, k, reinterpret_cast<const std::uint16_t*>(w_data) + at, chunk,
+                chunk_product<DType::F16>(isa, a, m, k, reinterpret_cast<const std::uint16_t*>(w_data) + at, chunk,
                                           row_stride, c, n);
         }
     });

@@ -5,10 +5,11 @@
 // the other layout); other strides are packed into a contiguous temporary.
 // Batch axes are looped (a stride of 0 broadcasts a batch). f16 / bf16
 // operands, and padded views, are converted to contiguous f32 first and the
-// result rounded to the node dtype, except that a 16-bit B with contiguous
-// rows (attention's keys, a weight) or contiguous columns (attention's values)
-// times at most kWideningMaxRows rows of A is read in place and widened on the
-// fly; integers use a wrapping triple loop.
+// result rounded to the node dtype, except that a B with contiguous rows
+// (attention's keys, a weight) or contiguous columns (attention's values),
+// 16-bit or f32 in several batches, times at most few_rows::kMaxRows rows of A
+// is read in place (and widened on the fly) by few_rows.hpp's products;
+// integers use a wrapping triple loop.
 // GCC 12 warns, falsely, that the AVX-512 intrinsics Eigen uses under
 // -march=native may read uninitialised values (GCC bug 105593); the intrinsics
 // header is included here first so that the warning is off where it points.
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "luminal/cpu/few_rows.hpp"
 #include "luminal/cpu/gemm.hpp"
 #include "luminal/cpu/reduce.hpp"
 #include "luminal/cpu/thread_pool.hpp"
@@ -38,6 +40,8 @@ struct MatmulScratch {
     std::vector<float> a, b, out, pack_a, pack_b;
     std::vector<std::int64_t> ia, ib, iout;
     gemm_detail::GemmScratch gemm;
+    std::vector<few_rows::Batch> batches;
+    few_rows::Scratch few;
     ThreadPool* pool = nullptr;           // f32 GEMMs split their output columns over it
     quant::Isa isa = quant::Isa::Scalar;  // Scalar: Eigen's GEMM only
 };
@@ -124,59 +128,10 @@ BoundAxes operand_axes(const ShapeTracker& view, const DynMap& dims, DType dtype
     return bound;
 }
 
-// Rows of A at most this many take the widening product below; more rows
-// amortise one f32 copy of B, and Eigen's GEMM wins.
-inline constexpr std::int64_t kWideningMaxRows = 8;
-
 template <DType D>
 inline float widen(std::uint16_t bits) {
     if constexpr (D == DType::BF16) return bf16_bits_to_f32(bits);
     else return f16_bits_to_f32(bits);
-}
-
-// lanes[l] += x[q + l] * widen(w[q + l]) for q = 0, 16, .., whole - 16. bf16
-// widening is a shift, which the compiler vectorises; f16 uses the F16C
-// conversion instruction where the target has it.
-template <DType D>
-inline void accumulate_lanes(const float* x, const std::uint16_t* w, std::int64_t whole, float* lanes) {
-#ifdef __F16C__
-    if constexpr (D == DType::F16) {
-        __m256 low = _mm256_loadu_ps(lanes), high = _mm256_loadu_ps(lanes + 8);
-        for (std::int64_t q = 0; q < whole; q += 16) {
-            const __m256 w_low = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + q)));
-            const __m256 w_high = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + q + 8)));
-            low = _mm256_add_ps(low, _mm256_mul_ps(_mm256_loadu_ps(x + q), w_low));
-            high = _mm256_add_ps(high, _mm256_mul_ps(_mm256_loadu_ps(x + q + 8), w_high));
-        }
-        _mm256_storeu_ps(lanes, low);
-        _mm256_storeu_ps(lanes + 8, high);
-        return;
-    }
-#endif
-    for (std::int64_t q = 0; q < whole; q += 16)
-        for (std::int64_t l = 0; l < 16; ++l) lanes[l] += x[q + l] * widen<D>(w[q + l]);
-}
-
-// out[i, j] = sum_q a[i, q] * b[j, q] for a 16-bit float B read as stored (its
-// rows contiguous), widening as it goes: one pass over B, no f32 copy of it.
-// Sums run in kLanes independent partial sums, a float reassociation as in any
-// GEMM, so the loop vectorises.
-template <DType D>
-void widening_product(const Slice& a, const std::uint16_t* b, std::int64_t n, std::int64_t b_row_stride, float* out) {
-    constexpr std::int64_t kLanes = 16;
-    const std::int64_t k = a.cols, whole = k / kLanes * kLanes;
-    for (std::int64_t j = 0; j < n; ++j) {
-        const std::uint16_t* row = b + j * b_row_stride;
-        for (std::int64_t i = 0; i < a.rows; ++i) {
-            const float* x = a.data + i * a.rs;
-            float lanes[kLanes] = {};
-            accumulate_lanes<D>(x, row, whole, lanes);
-            float acc = 0;
-            for (std::int64_t q = whole; q < k; ++q) acc += x[q] * widen<D>(row[q]);
-            for (float lane : lanes) acc += lane;
-            out[i * n + j] = acc;
-        }
-    }
 }
 
 // dst[0..n) = src[0..n) widened to f32.
@@ -189,24 +144,6 @@ inline void widen_row(const std::uint16_t* src, std::int64_t n, float* dst) {
             _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j))));
 #endif
     for (; j < n; ++j) dst[j] = widen<D>(src[j]);
-}
-
-// out[i, j] = sum_q a[i, q] * b[j, q] for a 16-bit float B whose columns are
-// contiguous (b[j, q] at q * b_k_stride + j: a value cache read as [d, positions]):
-// each of B's k rows of n is widened once and added, times a[i, q], to out's row i.
-template <DType D>
-void widening_columns_product(const Slice& a, const std::uint16_t* b, std::int64_t n, std::int64_t b_k_stride,
-                              float* out, std::vector<float>& row) {
-    row.resize(static_cast<std::size_t>(n));
-    std::fill(out, out + a.rows * n, 0.0f);
-    for (std::int64_t q = 0; q < a.cols; ++q) {
-        widen_row<D>(b + q * b_k_stride, n, row.data());
-        for (std::int64_t i = 0; i < a.rows; ++i) {
-            const float x = a.data[i * a.rs + q * a.cs];
-            float* o = out + i * n;
-            for (std::int64_t j = 0; j < n; ++j) o[j] += x * row[j];
-        }
-    }
 }
 
 }  // namespace matmul_detail
@@ -222,18 +159,23 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     const std::byte *a_data = nullptr, *b_data = nullptr;
     BoundAxes A = floats ? operand_axes(a_view, dims, a_dtype, a_src, a_dtype != DType::F32, scratch.a, a_data)
                          : operand_axes(a_view, dims, a_dtype, a_src, true, scratch.ia, a_data);
-    // A 16-bit float B with contiguous rows or columns times a few rows of A is
-    // read as stored (the decode step's weight matrices and KV cache); otherwise
-    // B is copied to f32.
+    // A few rows of A times a B with contiguous rows or columns, 16-bit (the
+    // decode step's 16-bit weights and KV cache) or f32 in several batches (an
+    // f32 cache's heads): few_rows.hpp's products read B as stored, widening
+    // as they go, split over the pool; otherwise B is copied to f32 if narrow.
     const BoundAxes b_bound(b_view, dims);
-    const bool narrow_b = floats && (b_dtype == DType::BF16 || b_dtype == DType::F16) && !b_bound.padded &&
-                          A.axes[rank - 2].size <= kWideningMaxRows;
-    const bool widening_columns = narrow_b && b_bound.axes[rank - 1].stride != 1 && b_bound.axes[rank - 2].stride == 1;
-    const bool widening = narrow_b && (b_bound.axes[rank - 1].stride == 1 || widening_columns);
-    BoundAxes B = widening ? b_bound
+    std::int64_t batch_count = 1;
+    for (std::size_t i = 0; i + 2 < rank; ++i) batch_count *= A.axes[i].size;
+    const bool narrow_b = b_dtype == DType::BF16 || b_dtype == DType::F16;
+    const bool few = floats && (narrow_b || (b_dtype == DType::F32 && batch_count > 1)) && !b_bound.padded &&
+                     A.axes[rank - 2].size <= few_rows::kMaxRows;
+    const bool b_rows = few && b_bound.axes[rank - 1].stride == 1;
+    const bool b_columns = few && !b_rows && b_bound.axes[rank - 2].stride == 1;
+    const bool few_rows_product = b_rows || b_columns;
+    BoundAxes B = few_rows_product ? b_bound
                   : floats ? operand_axes(b_view, dims, b_dtype, b_src, b_dtype != DType::F32, scratch.b, b_data)
                            : operand_axes(b_view, dims, b_dtype, b_src, true, scratch.ib, b_data);
-    if (widening) b_data = b_src;
+    if (few_rows_product) b_data = b_src;
     const StridedAxis &am = A.axes[rank - 2], &ak = A.axes[rank - 1], &bn = B.axes[rank - 2], &bk = B.axes[rank - 1];
     const std::int64_t m = am.size, k = ak.size, n = bn.size;
     check(bk.size == k, "Matmul", "node {}: inner sizes differ ({} and {})", node, k, bk.size);
@@ -259,29 +201,47 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     }
 
     std::vector<std::int64_t> c(rank - 2, 0);
+    if (few_rows_product) {
+        auto* af = reinterpret_cast<const float*>(a_data);
+        // rows_product reads A's rows contiguously.
+        const bool pack = b_rows && ak.stride != 1 && k > 1;
+        if (pack) scratch.pack_a.resize(static_cast<std::size_t>(batches * m * k));
+        scratch.batches.resize(static_cast<std::size_t>(batches));
+        for (std::int64_t bi = 0; bi < batches; ++bi) {
+            std::int64_t pa = A.base, pb = B.base;
+            for (std::size_t i = 0; i + 2 < rank; ++i) pa += c[i] * A.axes[i].stride, pb += c[i] * B.axes[i].stride;
+            const float* rows = af + pa;
+            if (pack) {
+                float* packed = scratch.pack_a.data() + bi * m * k;
+                for (std::int64_t i = 0; i < m; ++i)
+                    for (std::int64_t q = 0; q < k; ++q) packed[i * k + q] = af[pa + i * am.stride + q * ak.stride];
+                rows = packed;
+            }
+            scratch.batches[bi] = {rows, b_data + pb * static_cast<std::int64_t>(size_of(b_dtype)), fout + bi * m * n};
+            for (std::size_t i = rank - 2; i-- > 0;) {
+                if (++c[i] < A.axes[i].size) break;
+                c[i] = 0;
+            }
+        }
+        const std::int64_t lda = pack ? k : am.stride, a_cs = pack ? 1 : ak.stride;
+        const std::int64_t ldb = b_rows ? bn.stride : bk.stride;
+        auto run = [&]<DType D>() {
+            if (b_rows)
+                few_rows::rows_product<D>(scratch.isa, scratch.batches.data(), batches, m, k, lda, n, ldb, n, scratch.pool);
+            else
+                few_rows::columns_product<D>(scratch.isa, scratch.batches.data(), batches, m, k, lda, a_cs, n, ldb, n,
+                                             scratch.few, scratch.pool);
+        };
+        if (b_dtype == DType::BF16) run.template operator()<DType::BF16>();
+        else if (b_dtype == DType::F16) run.template operator()<DType::F16>();
+        else run.template operator()<DType::F32>();
+        if (out_dtype != DType::F32) store_lanes(out_dtype, scratch.out.data(), batches * m * n, out, 0);
+        return;
+    }
     for (std::int64_t bi = 0; bi < batches; ++bi) {
         std::int64_t pa = A.base, pb = B.base;
         for (std::size_t i = 0; i + 2 < rank; ++i) pa += c[i] * A.axes[i].stride, pb += c[i] * B.axes[i].stride;
-        if (widening_columns) {
-            auto* af = reinterpret_cast<const float*>(a_data);
-            auto* b16 = reinterpret_cast<const std::uint16_t*>(b_data) + pb;
-            const Slice a_slice{af + pa, m, k, am.stride, ak.stride};
-            if (b_dtype == DType::BF16)
-                widening_columns_product<DType::BF16>(a_slice, b16, n, bk.stride, fout + bi * m * n, scratch.pack_b);
-            else widening_columns_product<DType::F16>(a_slice, b16, n, bk.stride, fout + bi * m * n, scratch.pack_b);
-        } else if (widening) {
-            auto* af = reinterpret_cast<const float*>(a_data);
-            auto* b16 = reinterpret_cast<const std::uint16_t*>(b_data) + pb;
-            Slice rows{af + pa, m, k, am.stride, 1};
-            if (ak.stride != 1 && k > 1) {  // the product reads rows of A contiguously
-                scratch.pack_a.resize(static_cast<std::size_t>(m * k));
-                for (std::int64_t i = 0; i < m; ++i)
-                    for (std::int64_t q = 0; q < k; ++q) scratch.pack_a[i * k + q] = af[pa + i * am.stride + q * ak.stride];
-                rows = Slice{scratch.pack_a.data(), m, k, k, 1};
-            }
-            if (b_dtype == DType::BF16) widening_product<DType::BF16>(rows, b16, n, bn.stride, fout + bi * m * n);
-            else widening_product<DType::F16>(rows, b16, n, bn.stride, fout + bi * m * n);
-        } else if (floats) {
+        if (floats) {
             auto* af = reinterpret_cast<const float*>(a_data);
             auto* bf = reinterpret_cast<const float*>(b_data);
             gemm(Slice{af + pa, m, k, am.stride, ak.stride}, Slice{bf + pb, n, k, bn.stride, bk.stride},

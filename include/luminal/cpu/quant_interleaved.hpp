@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "luminal/cpu/quant_interleaved_k.hpp"
+#include "luminal/cpu/quant_interleaved_k16.hpp"
 #include "luminal/cpu/quant_isa.hpp"
 #include "luminal/cpu/quant_scalar.hpp"
 
@@ -224,7 +225,11 @@ LUMINAL_AVX2 void interleaved_product_avx2(const ProductTask& t, const Q8Rows& x
 }
 template <QuantFormat F>
 LUMINAL_VNNI void interleaved_product_vnni(const ProductTask& t, const Q8Rows& x) {
-    LUMINAL_ROW_TILES(interleaved_rows_vnni, kInterleave)
+    if constexpr (is_k_format<F>) {
+        k_interleaved_product_vnni<F>(t, x);
+    } else {
+        LUMINAL_ROW_TILES(interleaved_rows_vnni, kInterleave)
+    }
 }
 
 }  // namespace simd_detail

@@ -228,7 +228,8 @@ LUMINAL_VNNI inline __m256i k_dot_add_vnni(__m256i acc, __m256i w, __m256i x) { 
             unpack_six_bits_avx2(tile + q4_mins, minimums);                                                      \
         }                                                                                                        \
         const __m256 d = f16_lanes(tile + (F == QuantFormat::Q4_K ? q4_d : q6_d));                               \
-        for (int g = 0; g < kGroups; ++g) {                                                                      \
+        /* unrolled: each group's shift counts are then constants (no branch per vector) */                    \
+        _Pragma("GCC unroll 8") for (int g = 0; g < kGroups; ++g) {                                           \
             __m256i w[8];                                                                                        \
             k_group_vectors<F>(tile, g, w);                                                                      \
             if constexpr (F == QuantFormat::Q4_K) {                                                              \

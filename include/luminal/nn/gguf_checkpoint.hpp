@@ -108,6 +108,9 @@ public:
         if (entry.heads == 0 && owner_) return {tensor.bytes, owner_};
         auto copy = std::make_shared<std::vector<std::byte>>(tensor.bytes.begin(), tensor.bytes.end());
         if (entry.heads != 0) unpermute_row_bytes(tensor.bytes, *copy, entry, name, bytes / static_cast<std::size_t>(rows));
+        // The copy serves from now on: the file's pages just read are handed back
+        // (read again from the file if touched), so they do not stay resident beside it.
+        io::release_mapped_pages(tensor.bytes);
         return {*copy, copy};
     }
 
