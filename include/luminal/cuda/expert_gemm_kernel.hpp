@@ -63,8 +63,7 @@ struct ExpertGemmKernel final : CustomKernel {
         KernelGeometry g;
         g.grid = static_cast<unsigned>(std::max<std::int64_t>(live_blocks(dims), 0));
         g.block = kThreadsPerBlock;
-        const std::int64_t e = experts.eval(dims);
-        g.shared_bytes = kGemmStageBytes + static_cast<std::size_t>((e + 31) / 32) * sizeof(std::uint32_t) + static_cast<std::size_t>(e);
+        g.shared_bytes = kGemmStageBytes + expert_grouping_shared_bytes(experts.eval(dims));
         return g;
     }
     LaunchWork work(const DynMap& dims, std::span<const SourceInfo> sources, const KernelGeometry& g,

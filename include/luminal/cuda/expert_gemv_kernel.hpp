@@ -73,10 +73,9 @@ struct ExpertGemvKernel final : CustomKernel {
         const std::int64_t blocks = std::max<std::int64_t>(live_blocks(dims), 0);
         g.grid = static_cast<unsigned>(blocks);
         g.block = kThreadsPerBlock;
-        // Quantized, the chunk stages; the tile's rows (f32, and their 8-bit blocks), the bitmap's words, then a byte per expert.
-        const std::int64_t e = experts.eval(dims);
+        // Quantized, the chunk stages; the tile's rows (f32, and their 8-bit blocks); the row grouping's.
         g.shared_bytes = (quant ? kExpertStageBytes : 0) + static_cast<std::size_t>(tile_rows) * staged_bytes() +
-                         static_cast<std::size_t>((e + 31) / 32) * sizeof(std::uint32_t) + static_cast<std::size_t>(e);
+                         expert_grouping_shared_bytes(experts.eval(dims));
         return g;
     }
 

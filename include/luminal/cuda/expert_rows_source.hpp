@@ -83,6 +83,11 @@ struct ExpertRowsSource {
     }
 };
 
+// Shared memory of the row grouping: the picks' bitmap words, then a byte per expert.
+inline std::size_t expert_grouping_shared_bytes(std::int64_t experts) {
+    return static_cast<std::size_t>((experts + 31) / 32) * sizeof(std::uint32_t) + static_cast<std::size_t>(experts);
+}
+
 // The reads of an expert kernel over sources x, `weights` weights, experts:
 // each weight's chosen experts (`matrices` elements) once per tile of their
 // rows, from L2 after the first where they are a step's result; the rows'
