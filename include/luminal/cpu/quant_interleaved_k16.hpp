@@ -137,37 +137,6 @@ LUMINAL_VNNI void k_interleaved_rows16_vnni(const std::byte* a, const std::byte*
     for (int r = 0; r < R; ++r) _mm512_storeu_ps(out + r * out_stride, _mm512_sub_ps(acc[r], mins[r]));
 }
 
-// Activation rows from which the product takes two groups at a time. A GEMV
-// (decode) streams the weights from memory, and reading two groups side by side
-// halved its speed there (11.4 against 6.7 ms for a 49152 x 2048 Q6_K matrix,
-// 5.3 against 2.5 ms for Q4_K; in cache it was 15-20% faster): one group after
-// another is one sequential stream.
-inline constexpr std::int64_t kPairedRows = 4;
-
-// Weight rows [t.j_begin, t.j_end) (whole groups) on AVX512-VNNI: with at least
-// kPairedRows activation rows two groups at a time, else (and a last odd group)
-// through the 8-row kernel.
-template <QuantFormat F>
-LUMINAL_VNNI void k_interleaved_product_vnni(const ProductTask& t, const Q8Rows& x) {
-    constexpr std::int64_t rows = 2 * k_tile::kRows;
-    std::int64_t j = t.j_begin;
-    for (; x.rows >= kPairedRows && j + rows <= t.j_end; j += rows) {
-        const std::byte* a = t.weight + j * t.row_bytes;
-        const std::byte* b = a + k_tile::kRows * t.row_bytes;
-        std::int64_t i = 0;
-        for (; i + 4 <= x.rows; i += 4) k_interleaved_rows16_vnni<F, 4>(a, b, x, i, t.out + i * t.out_stride + j, t.out_stride);
-        for (; i + 2 <= x.rows; i += 2) k_interleaved_rows16_vnni<F, 2>(a, b, x, i, t.out + i * t.out_stride + j, t.out_stride);
-        for (; i < x.rows; ++i) k_interleaved_rows16_vnni<F, 1>(a, b, x, i, t.out + i * t.out_stride + j, t.out_stride);
-    }
-    for (; j < t.j_end; j += k_tile::kRows) {
-        const std::byte* w = t.weight + j * t.row_bytes;
-        std::int64_t i = 0;
-        for (; i + 4 <= x.rows; i += 4) k_interleaved_rows_vnni<F, 4>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);
-        for (; i + 2 <= x.rows; i += 2) k_interleaved_rows_vnni<F, 2>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);
-        for (; i < x.rows; ++i) k_interleaved_rows_vnni<F, 1>(w, x, i, t.out + i * t.out_stride + j, t.out_stride);
-    }
-}
-
 }  // namespace simd_detail
 #endif
 
