@@ -57,6 +57,50 @@ inline float exp2_lane(float x) {
     return x == x ? r : x;
 }
 
+// sin x, branch-free so that a loop of it vectorises (std::sin is a library
+// call per element), for |x| <= kSinLaneLimit; sin_lanes sends the rest to
+// std::sin. In double: x = n pi/2 + r with |r| <= pi/4, n pi/2 in two parts
+// (the first has 33 significant bits, so n times it is exact for n < 2^20),
+// then sin r or cos r by Taylor series to r^13 / r^14 (truncation below 1e-13)
+// and the quadrant's sign: the float result is the correctly rounded sin in
+// all but ties, as the reference's double std::sin rounded is.
+inline constexpr float kSinLaneLimit = 1e6f;
+inline float sin_lane(float xf) {
+    const double x = xf;
+    constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+    const double n = (x * 0.63661977236758134 + kRound) - kRound;
+    const double r = (x - n * 1.5707963267341256) - n * 6.0771005065061922e-11;
+    const double r2 = r * r;
+    double sin_r = -1.0 / 6227020800.0;
+    sin_r = sin_r * r2 + 1.0 / 39916800.0;
+    sin_r = sin_r * r2 - 1.0 / 362880.0;
+    sin_r = sin_r * r2 + 1.0 / 5040.0;
+    sin_r = sin_r * r2 - 1.0 / 120.0;
+    sin_r = sin_r * r2 + 1.0 / 6.0;
+    sin_r = r * (1.0 - r2 * sin_r);  // keeps sin(-0) = -0
+    double cos_r = 1.0 / 87178291200.0;
+    cos_r = cos_r * r2 - 1.0 / 479001600.0;
+    cos_r = cos_r * r2 + 1.0 / 3628800.0;
+    cos_r = cos_r * r2 - 1.0 / 40320.0;
+    cos_r = cos_r * r2 + 1.0 / 720.0;
+    cos_r = cos_r * r2 - 1.0 / 24.0;
+    cos_r = cos_r * r2 + 0.5;
+    cos_r = 1.0 - r2 * cos_r;
+    const auto quadrant = static_cast<std::int64_t>(n) & 3;
+    const double v = (quadrant & 1) ? cos_r : sin_r;
+    return static_cast<float>((quadrant & 2) ? -v : v);
+}
+inline void sin_lanes(const float* x, std::int64_t len, float* out) {
+    bool outside = false;
+    for (std::int64_t i = 0; i < len; ++i) {
+        out[i] = sin_lane(x[i]);
+        outside |= !(std::fabs(x[i]) <= kSinLaneLimit);  // NaN and infinities too
+    }
+    if (outside)
+        for (std::int64_t i = 0; i < len; ++i)
+            if (!(std::fabs(x[i]) <= kSinLaneLimit)) out[i] = std::sin(x[i]);
+}
+
 // Floor modulo; b == -1 is special-cased because INT64_MIN / -1 traps.
 inline std::int64_t int_mod(std::int64_t a, std::int64_t b) { return b == -1 ? 0 : detail::floor_mod(a, b); }
 
@@ -292,7 +336,7 @@ private:
             switch (st.kind) {
                 case OpKind::Log2: for (std::int64_t i = 0; i < len; ++i) fr[i] = std::log2(x[i]); break;
                 case OpKind::Exp2: for (std::int64_t i = 0; i < len; ++i) fr[i] = exp2_lane(x[i]); break;
-                case OpKind::Sin: for (std::int64_t i = 0; i < len; ++i) fr[i] = std::sin(x[i]); break;
+                case OpKind::Sin: sin_lanes(x, len, fr); break;
                 case OpKind::Sqrt: for (std::int64_t i = 0; i < len; ++i) fr[i] = std::sqrt(x[i]); break;
                 default: for (std::int64_t i = 0; i < len; ++i) fr[i] = 1.0f / x[i]; break;
             }

@@ -64,7 +64,7 @@ inline std::vector<Workload> costing_workloads(const std::vector<Workload>& give
 
 // Seconds one execution of node `s` takes under `model`: the runtime's own
 // price, else its output and its inputs (of the given dtypes) streamed once,
-// one launch, and the arithmetic a backend op declares.
+// one launch, and the arithmetic a backend op declares or an elementwise primitive does.
 inline double node_seconds(const NodeCostQuery& q, const CostModel& model) {
     if (model.price) return model.price(q);
     const NodeSpec& s = q.spec;
@@ -79,6 +79,8 @@ inline double node_seconds(const NodeCostQuery& q, const CostModel& model) {
         bytes += elements(s.views[k].dims()) * static_cast<double>(size_of(k < q.input_dtypes.size() ? q.input_dtypes[k] : s.dtype));
     double seconds = model.launch_seconds + bytes / model.bytes_per_second;
     if (s.op.payload) seconds += s.op.payload->flops(OpCostQuery{s.views, s.shape, s.dtype, q.dims}) / model.flops_per_second;
+    else if (is_unary(s.op.kind) || is_binary(s.op.kind))
+        seconds += elements(s.shape) * elementwise_flops(s.op.kind) / model.flops_per_second;
     return seconds;
 }
 

@@ -66,6 +66,20 @@ constexpr bool is_unary(OpKind k) { return k >= OpKind::Log2 && k <= OpKind::Rec
 constexpr bool is_binary(OpKind k) { return k >= OpKind::Add && k <= OpKind::LessThan; }
 constexpr bool is_reduce(OpKind k) { return k == OpKind::SumReduce || k == OpKind::MaxReduce; }
 
+// Arithmetic of one element of an elementwise primitive, in flops, as a
+// vectorised lane computes it (a transcendental as its range reduction and
+// polynomial). The cost model charges it per element, so that recomputing a sin
+// for every element of a broadcast, rather than once at its own size, is not free.
+constexpr double elementwise_flops(OpKind k) {
+    switch (k) {
+        case OpKind::Sin: case OpKind::Log2: return 24;
+        case OpKind::Exp2: return 12;
+        case OpKind::Sqrt: case OpKind::Recip: case OpKind::Mod: return 8;
+        case OpKind::Constant: return 0;
+        default: return 1;
+    }
+}
+
 // An op with its attributes; which fields matter depends on the kind.
 struct Op {
     OpKind kind;

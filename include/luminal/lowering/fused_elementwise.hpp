@@ -48,6 +48,13 @@ struct FusedElementwiseOp {
         return h;
     }
     std::string attributes() const { return fmt::format("steps={}", program->steps.size()); }
+
+    // Each step's arithmetic per output element (elementwise_flops).
+    double flops(const OpCostQuery& q) const {
+        double per_element = 0;
+        for (const FusedStep& s : program->steps) per_element += elementwise_flops(s.kind);
+        return per_element * q.elements(q.shape);
+    }
     DType dtype(std::span<const DType>) const { return program->steps.back().dtype; }
 
     // Each step is a primitive applied per element, rounded to the step's
