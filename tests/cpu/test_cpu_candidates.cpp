@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <luminal/luminal.hpp>
+#include <optional>
 
 #include "cpu_test_support.hpp"
 
@@ -181,5 +182,52 @@ TEST_CASE("cpu candidates: Graph::compile with a profiled search on CpuRuntime")
         cpu.execute(g.dyn_map());
         ref.execute(g.dyn_map());
         cpu_test::compare(cpu, ref, y, {2e-5, 2e-5}, "compiled program at s = " + std::to_string(s));
+    }
+}
+
+TEST_CASE("cpu candidates: cached attention runs as one Attention kernel, matching the reference's direct softmax") {
+    struct Case {
+        std::int64_t heads, kv_heads, tokens, cached;
+        DType cache;
+        std::optional<std::int64_t> window;
+    };
+    // 70 tokens: three row blocks, the last partial; a window leaves rows' first keys masked too.
+    for (const Case c : {Case{6, 2, 70, 9, DType::F16, {}}, Case{4, 4, 1, 40, DType::BF16, {}}, Case{4, 1, 33, 0, DType::F32, {}},
+                         Case{2, 1, 5, 20, DType::F16, 8}}) {
+        CAPTURE(c.heads);
+        CAPTURE(c.kv_heads);
+        CAPTURE(c.tokens);
+        CAPTURE(c.cached);
+        luminal::Graph g;
+        constexpr std::int64_t head_dim = 16, capacity = 96;
+        auto q = g.named_tensor("q", {Expression('s'), c.heads, head_dim});
+        auto k = g.named_tensor("k", {Expression('s'), c.kv_heads, head_dim});
+        auto v = g.named_tensor("v", {Expression('s'), c.kv_heads, head_dim});
+        luminal::nn::CacheWindow window = luminal::nn::append_to_cache(g, "cache", capacity, k, v, Expression('p'), c.cache);
+        luminal::nn::AttentionOptions options;
+        options.scale = 0.25;
+        options.sliding_window = c.window;
+        GraphTensor out = luminal::nn::attention(q, window.keys, window.values, Expression('p'), options).output();
+        g.set_dim('s', c.tokens);
+        g.set_dim('p', c.cached);
+
+        egraph::HlirEGraph h;
+        egraph::build_egraph(g, h);
+        egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
+        const luminal::Program p = egraph::lower(
+            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CpuRuntime{}.cost_model(), h.roots),
+            h.roots);
+        INFO(p.to_string());
+        std::size_t attention = 0;
+        for (const auto& n : p.nodes) attention += n.spec.kind == luminal::op_symbol<luminal::AttentionOp>;
+        CHECK(attention == 1);
+        luminal::CpuRuntime cpu({.threads = 3});
+        luminal::ReferenceRuntime ref;
+        cpu.load(p);
+        ref.load(luminal::program_of(g));  // the graph as recorded: matmuls, the masked softmax
+        bind_both(cpu, ref, g, 4);
+        cpu.execute(g.dyn_map());
+        ref.execute(g.dyn_map());
+        cpu_test::compare(cpu, ref, out, {2e-5, 2e-5}, "attention");
     }
 }

@@ -1,4 +1,4 @@
-// The decode plan's kernels (cuda.Gemv, cuda.Attention, SampleToken, launch
+// The decode plan's kernels (cuda.Gemv, Attention, SampleToken, launch
 // groups) found by the rules in graphs as the models write them, their
 // printed source run on the host against the reference runtime, every thread
 // layout and split, and the plan of a decode step of Llama-3.1-8B.
@@ -177,7 +177,7 @@ TEST_CASE("flash-decoding attention: GQA groups, head sizes, cache dtypes, split
                                          {v, buffer(DType::F32, noise(c.tokens * per_kv, 13))},
                                          {window.cache.keys, buffer(c.cache, noise(capacity * per_kv, 14))},
                                          {window.cache.values, buffer(c.cache, noise(capacity * per_kv, 15))}},
-                                        {out, window.cache.updated_keys}, "cuda.Attention", 1e-4);
+                                        {out, window.cache.updated_keys}, "Attention", 1e-4);
     }
 }
 

@@ -2,11 +2,12 @@
 // The CPU backend's rules: the core rules, the backend-neutral lowering, and
 // what is the CPU's own: products and lookups of block-quantized weights read
 // the blocks; products read a 16-bit KV cache as stored; argsort's rank count
-// is a sort (any row length). Mixture-of-experts
+// is a sort (any row length); attention is one kernel (cpu/attention.hpp). Mixture-of-experts
 // products read the chosen experts in place, as blocks where quantized
 // (lowering/expert_rules.hpp).
 #include "luminal/egraph/core_rules.hpp"
 #include "luminal/lowering/argsort_rules.hpp"
+#include "luminal/lowering/attention_rules.hpp"
 #include "luminal/lowering/expert_rules.hpp"
 #include "luminal/lowering/quantized.hpp"
 #include "luminal/lowering/rules.hpp"
@@ -116,7 +117,20 @@ struct GatherOfDequantized {
     }
 };
 
+// The CPU's attention kernel reads every view (as the elementwise kernels do),
+// the keys and values once per KV head: those of its query heads must be one.
+struct CpuAttentionReads {
+    static constexpr std::string_view rule_name = "cpu.attention";
+    static bool accepts(const EGraph& g, const HlirContext& ctx, const NodeSpec& spec, ClassId k, ClassId v) {
+        const ShapeTracker &qv = spec.views[0], &kv = spec.views[1], &vv = spec.views[2], &bv = spec.views[3];
+        if (qv.rank() != 4 || kv.rank() != 4 || vv.rank() != 4 || bv.rank() != 4) return false;
+        auto shared = [](const ShapeTracker& view) { return view.is_broadcast(1) || view.dim(1) == Expression(1); };
+        return is_float(ctx.facts(g, k).dtype) && is_float(ctx.facts(g, v).dtype) && shared(kv) && shared(vv);
+    }
+};
+
 using CpuRules = concat_t<CoreRules, LoweringRules, ExpertRules,
-                          RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix, ArgsortFromRanks<>>>;
+                          RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix, ArgsortFromRanks<>,
+                                  AttentionFromSoftmax<CpuAttentionReads>>>;
 
 }  // namespace luminal::egraph

@@ -29,6 +29,7 @@
 #include "luminal/graph/graph_tensor.hpp"
 #include "luminal/io/mapped_file.hpp"
 #include "luminal/cpu/aligned_buffer.hpp"
+#include "luminal/cpu/attention.hpp"
 #include "luminal/cpu/dtype.hpp"
 #include "luminal/cpu/expert_matmul.hpp"
 #include "luminal/cpu/fused.hpp"
@@ -272,7 +273,7 @@ public:
 private:
     enum class Exec {
         Input, Output, Constant, Elementwise, Reduce, Gather, Scatter, Matmul, UserOp,
-        QuantizedMatmul, QuantizedGather, Dequantize, ExpertMatmul
+        QuantizedMatmul, QuantizedGather, Dequantize, ExpertMatmul, Attention
     };
     using UserKernel = std::function<void(const OpPayload&, const CpuOpCall&)>;
     static constexpr cpu::BufferPool::BlockId kNoBlock = ~cpu::BufferPool::BlockId{0};
@@ -316,6 +317,14 @@ private:
         if (spec.payload_as<MatmulOp>()) {
             check(node.sources.size() == 2, "CpuRuntime::load", "Matmul node {} needs 2 inputs", id);
             p.exec = Exec::Matmul;
+            return p;
+        }
+        if (spec.payload_as<AttentionOp>()) {
+            check(node.sources.size() == 4, "CpuRuntime::load", "Attention node {} needs 4 inputs", id);
+            for (std::uint32_t s : node.sources)
+                check(is_float(nodes_[s].spec.dtype), "CpuRuntime::load", "Attention node {} reads a {} input", id,
+                      name_of(nodes_[s].spec.dtype));
+            p.exec = Exec::Attention;
             return p;
         }
         if (spec.payload_as<ExpertMatmulOp>()) {
@@ -588,6 +597,7 @@ private:
     cpu::IndexScratch index_scratch_;
     cpu::QuantScratch quant_scratch_;
     cpu::ExpertScratch expert_scratch_;
+    cpu::AttentionScratch attention_scratch_;
     std::unordered_map<OpSymbol, UserKernel> user_ops_;
     cpu::quant::Isa isa_;
     cpu::OwnedThreadPool threads_;
@@ -676,6 +686,20 @@ inline void CpuRuntime::run(std::uint32_t id, std::int64_t n, const DynMap& dims
                                data_[node.sources[2]], views[2], dims, reinterpret_cast<float*>(out), n, id, isa_,
                                *threads_, expert_scratch_);
             return;
+        case Exec::Attention: {
+            auto dim = [&](std::size_t k, std::size_t axis) { return spec.views[k].dim(axis).eval(dims); };
+            const std::int64_t heads = dim(0, 0), group = dim(0, 1), s = dim(0, 2), d = dim(0, 3), t = dim(1, 2),
+                               dv = dim(2, 2);
+            check(n == heads * group * s * dv, "Attention", "node {}: {} outputs for {} x {} x {} rows of {}", id, n, heads,
+                  group, s, dv);
+            auto operand = [&](std::size_t k) {
+                return cpu::AttentionOperand{source_dtype(k), data_[node.sources[k]], &views[k],
+                                             cpu::PlainRows::of(spec.views[k], dims)};
+            };
+            cpu::attention(*spec.payload_as<AttentionOp>(), operand(0), operand(1), operand(2), operand(3), heads, group, s,
+                           d, t, dv, reinterpret_cast<float*>(out), isa_, *threads_, attention_scratch_);
+            return;
+        }
         case Exec::UserOp:
             run_user_op(id, std::move(views), dims);
             return;

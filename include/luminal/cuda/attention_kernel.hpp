@@ -14,7 +14,7 @@
 #include <limits>
 #include <memory>
 
-#include "luminal/cuda/attention_op.hpp"
+#include "luminal/lowering/attention.hpp"
 #include "luminal/cuda/custom_kernel.hpp"
 #include "luminal/cuda/kernel_ir.hpp"
 

@@ -1,56 +1,11 @@
 #pragma once
-// The attention nn::attention records, found in the HLIR: softmax over the
-// keys of scale * (q k^T) + bias, times v, summed over the keys, is one
-// cuda.Attention (flash decoding). The keys and values may be a 16-bit cache
-// widened to f32 (a Cast of its first rows): the kernel reads the cache itself.
-#include <optional>
-
-#include "luminal/cuda/attention_op.hpp"
-#include "luminal/egraph/rule_support.hpp"
-#include "luminal/lowering/matmul.hpp"
+// Which Attention nodes the CUDA kernel (attention_kernel.hpp, flash decoding)
+// runs: keys and values read as 16-byte vectors.
+#include "luminal/lowering/attention_rules.hpp"
 
 namespace luminal::egraph {
 
 namespace attention_detail {
-
-// softmax(x) over the last axis as ops::softmax records it: e = exp2((x + max(x) * -1) * log2(e)), e * recip(sum(e)).
-template <typename X>
-using ExpShifted = Pat<sym(OpKind::Exp2),
-                       Pat<sym(OpKind::Mul),
-                           Pat<sym(OpKind::Add), X, Pat<sym(OpKind::Mul), Pat<sym(OpKind::MaxReduce), X>, Pat<sym(OpKind::Constant)>>>,
-                           Pat<sym(OpKind::Constant)>>>;
-template <typename X>
-using Softmax = As<"softmax", Pat<sym(OpKind::Mul), ExpShifted<X>, Pat<sym(OpKind::Recip), Pat<sym(OpKind::SumReduce), ExpShifted<X>>>>>;
-using AttentionHead = As<"out", Pat<sym(OpKind::SumReduce), Pat<sym(OpKind::Mul), Softmax<Var<"scores">>, Var<"v">>>>;
-
-// A Matmul node of class c, if any.
-inline std::optional<ENodeId> matmul_in(const EGraph& g, const HlirContext& ctx, ClassId c) {
-    for (ENodeId n : g.class_nodes(g.find(c)))
-        if (g.alive(n) && ctx.spec(g, n).kind == op_symbol<MatmulOp>) return n;
-    return std::nullopt;
-}
-
-// Where a Matmul operand of class c is read from: c itself, or for a 16-bit
-// buffer widened by a Cast of its first rows, that buffer (whose rows are laid
-// out as the Cast's output, so the Matmul's view reads it unchanged).
-inline ClassId stored_operand(const EGraph& g, const HlirContext& ctx, ClassId c) {
-    for (ENodeId n : g.class_nodes(g.find(c))) {
-        if (!g.alive(n) || ctx.spec(g, n).kind != sym(OpKind::Cast)) continue;
-        const NodeSpec& cast = ctx.spec(g, n);
-        const ClassId source = g.find(g.children(n)[0]);
-        const DType stored = ctx.facts(g, source).dtype;
-        if (stored != DType::BF16 && stored != DType::F16) continue;
-        const ShapeTracker& v = cast.views[0];
-        const ShapeTracker whole(ctx.facts(g, source).shape);
-        if (v.is_padded_or_masked() || v.rank() != whole.rank() || v.rank() == 0 || !(v.base() == Expression(0))) continue;
-        bool rows = true;
-        for (std::size_t a = 0; a < v.rank(); ++a)
-            rows = rows && v.axes()[a].stride == whole.axes()[a].stride && v.axes()[a].offset == Expression(0) &&
-                   (a == 0 || v.axes()[a].size == whole.axes()[a].size);
-        if (rows) return source;
-    }
-    return g.find(c);
-}
 
 // A 16-byte vector of the innermost axis starts at every position the other axes reach.
 inline bool vector_rows(const ShapeTracker& v, std::size_t inner, DType dtype) {
@@ -69,48 +24,12 @@ inline bool vector_rows(const ShapeTracker& v, std::size_t inner, DType dtype) {
 
 }  // namespace attention_detail
 
-struct AttentionFromSoftmax {
-    static constexpr std::string_view name = "cuda.attention";
-    using pattern = attention_detail::AttentionHead;
-    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        using namespace attention_detail;
-        const ClassId root = m.root(g), probabilities = g.class_of(m.node<"softmax">());
-        const auto pv_node = matmul_in(g, ctx, root);
-        if (!pv_node || g.find(g.children(*pv_node)[0]) != g.find(probabilities)) return;
-        const NodeSpec pv = ctx.spec(g, *pv_node);
-        for (ENodeId add : g.class_nodes(g.find(m.var<"scores">()))) {
-            if (!g.alive(add) || ctx.spec(g, add).kind != sym(OpKind::Add)) continue;
-            const NodeSpec sum = ctx.spec(g, add);
-            for (std::size_t side = 0; side < 2; ++side) {
-                if (!reads_whole(sum, side)) continue;
-                for (ENodeId scaled : g.class_nodes(g.find(g.children(add)[side]))) {
-                    if (!g.alive(scaled) || ctx.spec(g, scaled).kind != sym(OpKind::Mul)) continue;
-                    const NodeSpec mul = ctx.spec(g, scaled);
-                    for (std::size_t factor = 0; factor < 2; ++factor) {
-                        const auto scale = ctx.facts(g, g.children(scaled)[factor]).constant;
-                        const auto qk = matmul_in(g, ctx, g.children(scaled)[1 - factor]);
-                        if (!scale || !qk || !reads_whole(mul, 1 - factor)) continue;
-                        const NodeSpec product = ctx.spec(g, *qk);
-                        const ClassId q = g.find(g.children(*qk)[0]), k = stored_operand(g, ctx, g.children(*qk)[1]),
-                                      v = stored_operand(g, ctx, g.children(*pv_node)[1]), bias = g.find(g.children(add)[1 - side]);
-                        const NodeSpec spec = NodeSpec::backend(cuda::AttentionOp{*scale},
-                                                                {product.views[0], product.views[1], pv.views[1], sum.views[1 - side]},
-                                                                ctx.facts(g, root).shape, DType::F32);
-                        if (!runnable(g, ctx, spec, k, v)) continue;
-                        ClassId children[] = {q, k, v, bias};
-                        g.merge(root, add_spec(g, ctx, spec, children));
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
-private:
+struct CudaAttentionReads {
+    static constexpr std::string_view rule_name = "cuda.attention";
     // What the kernel reads as 16-byte vectors: keys [KV, G, T, D] and values
     // [KV, G, DV, T] of one float dtype, broadcast over G, D = DV a multiple of
     // the vector width that lane groups split evenly.
-    static bool runnable(const EGraph& g, const HlirContext& ctx, const NodeSpec& spec, ClassId k, ClassId v) {
+    static bool accepts(const EGraph& g, const HlirContext& ctx, const NodeSpec& spec, ClassId k, ClassId v) {
         using attention_detail::vector_rows;
         const ShapeTracker &qv = spec.views[0], &kv = spec.views[1], &vv = spec.views[2], &bv = spec.views[3];
         if (qv.rank() != 4 || kv.rank() != 4 || vv.rank() != 4 || bv.rank() != 4 || qv.is_padded_or_masked() || bv.is_padded_or_masked())

@@ -147,7 +147,7 @@ using CudaRules = concat_t<CoreRules, LoweringRules, ExpertRules,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
                                    RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>,
                            GemvRules, QuantRules, RegionRules,
-                           RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax, ArgsortFromRanks<cuda::CudaSortableRows>,
+                           RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax<CudaAttentionReads>, ArgsortFromRanks<cuda::CudaSortableRows>,
                                    ExpertMatmulThroughGemm, ExpertGateUpFromRegion>>;
 
 }  // namespace luminal::egraph

@@ -1,21 +1,22 @@
 #pragma once
-// cuda.Attention: softmax(scale * q k^T + bias) v for each KV head and each
+// Attention: softmax(scale * q k^T + bias) v for each KV head and each
 // of its query heads, out[h, g, i, :] = sum_j p_ij v[h, j, :] with
 // p_i = softmax_j(scale * q[h, g, i, :] . k[h, j, :] + bias[h, g, i, j]).
 // Inputs, each through its view: q [KV, G, S, D], k [KV, G, T, D] and
 // v [KV, G, DV, T] (both broadcast over G: every query head of a KV head
 // reads the same keys), bias [KV, G, S, T]. Output [KV, G, S, DV]. Found by
-// the attention rule in the graph nn::attention records.
+// the attention rule (attention_rules.hpp) in the graph nn::attention records;
+// a backend-neutral LLIR op each backend runs with its own kernel.
 #include <cmath>
 #include <limits>
 #include <string_view>
 
 #include "luminal/graph/backend_op.hpp"
 
-namespace luminal::cuda {
+namespace luminal {
 
 struct AttentionOp {
-    static constexpr std::string_view name = "cuda.Attention";
+    static constexpr std::string_view name = "Attention";
     double scale = 1;
 
     bool operator==(const AttentionOp& o) const { return scale == o.scale; }
@@ -63,4 +64,4 @@ struct AttentionOp {
     }
 };
 
-}  // namespace luminal::cuda
+}  // namespace luminal
