@@ -12,18 +12,9 @@ using namespace luminal::egraph;
 
 namespace {
 
-// The HLIR of softmax(x) over the last axis, as ops::softmax records it:
-// e = exp2((x + max(x) * -1) * log2(e)), out = e * recip(sum(e)). The two
-// copies of e's subpattern match the same e-nodes (the e-graph shares them).
-template <typename X>
-using ExpShifted = Pat<sym(OpKind::Exp2),
-                       Pat<sym(OpKind::Mul),
-                           Pat<sym(OpKind::Add), X, Pat<sym(OpKind::Mul), Pat<sym(OpKind::MaxReduce), X>, Pat<sym(OpKind::Constant)>>>,
-                           Pat<sym(OpKind::Constant)>>>;
-template <typename X>
-using Softmax = As<"softmax", Pat<sym(OpKind::Mul), ExpShifted<X>, Pat<sym(OpKind::Recip), Pat<sym(OpKind::SumReduce), ExpShifted<X>>>>>;
-// softmax(scores) . v: the probabilities times v, summed over the keys.
-using AttentionHead = As<"out", Pat<sym(OpKind::SumReduce), Pat<sym(OpKind::Mul), Softmax<Var<"scores">>, Var<"v">>>>;
+// The softmax and attention-head patterns the Attention rules match (lowering/attention_rules.hpp).
+using attention_detail::AttentionHead;
+using attention_detail::Softmax;
 
 std::size_t count_matches_of_attention(const HlirEGraph& h, std::vector<ClassId>& scores) {
     std::size_t n = 0;
