@@ -208,6 +208,13 @@ std::size_t threads_of(const Runtime& runtime) {
     else return 0;
 }
 
+// The vector instructions a CPU runtime's kernels use ("" for a device runtime).
+template <typename Runtime>
+std::string isa_of(const Runtime& runtime) {
+    if constexpr (requires { runtime.isa(); }) return luminal::cpu::quant::name_of(runtime.isa());
+    else return "";
+}
+
 template <typename Runtime>
 int run(const Args& args, Runtime runtime) {
     const auto load_start = Clock::now();
@@ -314,6 +321,7 @@ int run(const Args& args, Runtime runtime) {
         {"decode_tokens", tpot_samples.size()}, {"tpot_ms", tpot}, {"tpot_ms_samples", tpot_samples},
         {"throughput_tps", tpot > 0 ? 1000.0 / tpot : 0.0}, {"prompt_ids", prompt},
         {"generated_ids", generated_ids}, {"threads", threads_of(session.runtime())},
+        {"isa", isa_of(session.runtime())},
         {"quantized_matrices", model_options.quantized.size()}, {"q8_activations", args.q8_activations},
         {"kv_dtype", luminal::name_of(model_options.kv_dtype)}, {"sampled_in_graph", model_options.sample_in_graph},
         {"rss_after_load_mb", rss_after_load_mb}, {"rss_end_mb", rss_end_mb}, {"rss_peak_mb", rss_peak_mb}};

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -311,6 +312,24 @@ TEST_CASE("CpuRuntime: threads and instruction set as asked; one this CPU lacks 
                              doctest::Contains("cannot run the avx512vnni kernels"), luminal::Error);
 }
 
+TEST_CASE("LUMINAL_MAX_CPU_ISA caps the instruction set CpuRuntime picks; an unknown name is an Error") {
+    namespace q = luminal::cpu::quant;
+    const Isa uncapped = q::supports(Isa::Avx512Vnni) ? Isa::Avx512Vnni
+                         : q::supports(Isa::Avx2)     ? Isa::Avx2
+                                                      : Isa::Scalar;
+    ::unsetenv("LUMINAL_MAX_CPU_ISA");
+    CHECK(q::best_isa() == uncapped);
+    ::setenv("LUMINAL_MAX_CPU_ISA", "scalar", 1);
+    CHECK(luminal::CpuRuntime{}.isa() == Isa::Scalar);
+    ::setenv("LUMINAL_MAX_CPU_ISA", "avx2", 1);
+    CHECK(q::best_isa() == (q::supports(Isa::Avx2) ? Isa::Avx2 : Isa::Scalar));
+    ::setenv("LUMINAL_MAX_CPU_ISA", "avx512vnni", 1);
+    CHECK(q::best_isa() == uncapped);
+    ::setenv("LUMINAL_MAX_CPU_ISA", "avx1024", 1);
+    CHECK_THROWS_WITH_AS(q::best_isa(), doctest::Contains("unknown instruction set 'avx1024'"), luminal::Error);
+    ::unsetenv("LUMINAL_MAX_CPU_ISA");
+}
+
 namespace {
 
 // Random blocks of a 32-element format: scales in [0.01, 0.1) (Q4_1's and Q5_1's
@@ -439,6 +458,69 @@ TEST_CASE("products of weights repacked with 8 rows interleaved match the gguf p
                             rt.execute(p.cx->dyn_map());
                             check_close(rt.get_f32(p.y), q8_product_fixture(f, m, rows));
                         }
+}
+
+namespace {
+
+// 8 rows of blocks at their largest quants (every quant bit set; Q8_0's -127)
+// with scale 1 (Q4_1's and Q5_1's offsets, Q4_K's dmin 1 too), times activations
+// of one sign and magnitude, which round to 127 everywhere: the AVX2 kernels'
+// 16-bit partial sums at their bound.
+template <QuantFormat F>
+void check_largest_quants(Isa isa) {
+    namespace q = luminal::cpu::quant;
+    constexpr std::int64_t rows = q::kInterleave, per_row = 2;
+    constexpr std::int64_t k = per_row * q::block_elements<F>, row_bytes = per_row * q::block_bytes<F>;
+    std::vector<std::byte> blocks(static_cast<std::size_t>(rows * row_bytes), std::byte{0xFF});
+    const std::uint16_t one = luminal::f32_to_f16_bits(1.0f);
+    for (std::int64_t b = 0; b < rows * per_row; ++b) {
+        std::byte* block = blocks.data() + b * q::block_bytes<F>;
+        if constexpr (F == QuantFormat::Q8_0) std::memset(block + 2, 0x81, 32);
+        const std::int64_t d_at = F == QuantFormat::Q6_K ? q::block_bytes<F> - 2 : 0;
+        std::memcpy(block + d_at, &one, 2);
+        if constexpr (q::has_offset<F> || F == QuantFormat::Q4_K) std::memcpy(block + 2, &one, 2);
+    }
+    std::vector<std::byte> repacked(blocks.size());
+    q::interleave_groups<F>(blocks.data(), k, 0, 1, repacked.data());
+    const std::vector<float> a(static_cast<std::size_t>(k), 0.5f);
+    q::Q8Rows x;
+    q::size_rows(1, k, x);
+    q::quantize_rows(a.data(), k, k, 0, 1, x);
+    if constexpr (F == QuantFormat::Q6_K) q::sum_halves(x);
+    std::vector<float> got(rows);
+    q::interleaved_q8_product<F>(isa, q::ProductTask{repacked.data(), row_bytes, k, 0, rows, got.data(), rows}, x);
+    for (std::int64_t j = 0; j < rows; ++j) {
+        double want = 0, scale = 0;
+        for (std::int64_t b = 0; b < x.blocks; ++b) {
+            float decoded[256];
+            const std::int64_t per_block = q::block_elements<F> / luminal::kQuantBlock;
+            q::decode_block<F>(blocks.data() + j * row_bytes + (b / per_block) * q::block_bytes<F>, decoded);
+            for (std::int64_t e = 0; e < luminal::kQuantBlock; ++e) {
+                CHECK(x.quants(0, b)[e] == 127);
+                const double term =
+                    double(decoded[(b % per_block) * luminal::kQuantBlock + e]) * x.scale[b] * x.quants(0, b)[e];
+                want += term;
+                scale += std::fabs(term);
+            }
+        }
+        INFO("output " << j);
+        CHECK(std::fabs(got[static_cast<std::size_t>(j)] - want) <= 1e-5 * scale);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("interleaved products at the largest quants and activations do not overflow on any instruction set") {
+    for (Isa isa : isas_here()) {
+        CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
+        check_largest_quants<QuantFormat::Q8_0>(isa);
+        check_largest_quants<QuantFormat::Q4_0>(isa);
+        check_largest_quants<QuantFormat::Q4_1>(isa);
+        check_largest_quants<QuantFormat::Q5_0>(isa);
+        check_largest_quants<QuantFormat::Q5_1>(isa);
+        check_largest_quants<QuantFormat::Q4_K>(isa);
+        check_largest_quants<QuantFormat::Q6_K>(isa);
+    }
 }
 
 TEST_CASE("the cost model picks interleaved rows for 8-bit products of every format") {

@@ -153,21 +153,44 @@ LUMINAL_AVX2 inline void tile_values(const std::byte* tile, __m256i* w) {
     }
 }
 
-// acc + per lane the sum of its 4 byte products w * x; Q8_0's signed weights
-// through the |w|, sign(x, w) identity (u8 x s8 is what the instructions take).
-template <QuantFormat F>
-LUMINAL_AVX2 inline __m256i dot_add_avx2(__m256i acc, __m256i w, __m256i x) {
-    if constexpr (F == QuantFormat::Q8_0) x = _mm256_sign_epi8(x, w), w = _mm256_sign_epi8(w, w);
+// Per lane (a row) the sum of the block's 32 products w * x, the activations
+// at q; Q8_0's signed weights through the |w|, sign(x, w) identity (u8 x s8 is
+// what the instructions take), in two chains so a row is not bound by latency.
+#define LUMINAL_Q8_0_DOTS(DOT_ADD)                                                                  \
+    __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                            \
+    for (int j = 0; j < 8; ++j) {                                                                  \
+        std::int32_t four;                                                                         \
+        std::memcpy(&four, q + 4 * j, 4);                                                          \
+        const __m256i x = _mm256_sign_epi8(_mm256_set1_epi32(four), w[j]);                         \
+        sums[j & 1] = DOT_ADD(sums[j & 1], _mm256_sign_epi8(w[j], w[j]), x);                       \
+    }                                                                                              \
+    return _mm256_add_epi32(sums[0], sums[1]);
+
+LUMINAL_AVX2 inline __m256i madd_add_avx2(__m256i acc, __m256i w, __m256i x) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
 }
+LUMINAL_VNNI inline __m256i dpbusd_add(__m256i acc, __m256i w, __m256i x) { return _mm256_dpbusd_epi32(acc, w, x); }
+
 template <QuantFormat F>
-LUMINAL_VNNI inline __m256i dot_add_vnni(__m256i acc, __m256i w, __m256i x) {
-    if constexpr (F == QuantFormat::Q8_0) x = _mm256_sign_epi8(x, w), w = _mm256_sign_epi8(w, w);
-    return _mm256_dpbusd_epi32(acc, w, x);
+LUMINAL_AVX2 inline __m256i block_dots_avx2(const __m256i* w, const std::int8_t* q) {
+    if constexpr (F == QuantFormat::Q8_0) {
+        LUMINAL_Q8_0_DOTS(madd_add_avx2)
+    } else {
+        return unsigned_dots_avx2<8, has_fifth_bits<F> ? 31 : 15>(w, q);
+    }
 }
+template <QuantFormat F>
+LUMINAL_VNNI inline __m256i block_dots_vnni(const __m256i* w, const std::int8_t* q) {
+    if constexpr (F == QuantFormat::Q8_0) {
+        LUMINAL_Q8_0_DOTS(dpbusd_add)
+    } else {
+        return unsigned_dots_vnni<8>(w, q);
+    }
+}
+#undef LUMINAL_Q8_0_DOTS
 
 // The 8 rows of `group` times activation rows i0 .. i0+R-1: out[r * out_stride + 0..7].
-#define LUMINAL_INTERLEAVED_ROWS_BODY(DOT_ADD)                                                             \
+#define LUMINAL_INTERLEAVED_ROWS_BODY(DOTS)                                                                   \
     constexpr std::int64_t bb = block_bytes<F>;                                                            \
     __m256 acc[R], offset_acc[R];                                                                          \
     for (int r = 0; r < R; ++r) acc[r] = offset_acc[r] = _mm256_setzero_ps();                              \
@@ -186,14 +209,7 @@ LUMINAL_VNNI inline __m256i dot_add_vnni(__m256i acc, __m256i w, __m256i x) {
         for (int r = 0; r < R; ++r) {                                                                      \
             const std::int64_t at = (i0 + r) * x.blocks + b;                                               \
             const std::int8_t* q = x.q.data() + at * kQuantBlock;                                          \
-            /* two chains of 4 products, so one row is not bound by their latency */                       \
-            __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                            \
-            for (int j = 0; j < 8; ++j) {                                                                  \
-                std::int32_t four;                                                                         \
-                std::memcpy(&four, q + 4 * j, 4);                                                          \
-                sums[j & 1] = DOT_ADD<F>(sums[j & 1], w[j], _mm256_set1_epi32(four));                      \
-            }                                                                                              \
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sums[0], sums[1])),               \
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOTS<F>(w, q)),                                    \
                                      _mm256_mul_ps(dw, _mm256_set1_ps(x.scale[at])), acc[r]);              \
             if constexpr (F != QuantFormat::Q8_0)                                                          \
                 offset_acc[r] = _mm256_fmadd_ps(offset_w, _mm256_set1_ps(x.sum[at]), offset_acc[r]);       \
@@ -207,7 +223,7 @@ LUMINAL_AVX2 void interleaved_rows_avx2(const std::byte* group, const Q8Rows& x,
     if constexpr (is_k_format<F>) {
         k_interleaved_rows_avx2<F, R>(group, x, i0, out, out_stride);
     } else {
-        LUMINAL_INTERLEAVED_ROWS_BODY(dot_add_avx2)
+        LUMINAL_INTERLEAVED_ROWS_BODY(block_dots_avx2)
     }
 }
 template <QuantFormat F, int R>
@@ -216,7 +232,7 @@ LUMINAL_VNNI void interleaved_rows_vnni(const std::byte* group, const Q8Rows& x,
     if constexpr (is_k_format<F>) {
         k_interleaved_rows_vnni<F, R>(group, x, i0, out, out_stride);
     } else {
-        LUMINAL_INTERLEAVED_ROWS_BODY(dot_add_vnni)
+        LUMINAL_INTERLEAVED_ROWS_BODY(block_dots_vnni)
     }
 }
 #undef LUMINAL_INTERLEAVED_ROWS_BODY

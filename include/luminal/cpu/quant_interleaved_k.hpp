@@ -206,16 +206,20 @@ LUMINAL_AVX2 inline void k_group_vectors(const std::byte* tile, int g, __m256i* 
     }
 }
 
-// acc + per lane the sum of its 4 products of unsigned w and signed x bytes.
-LUMINAL_AVX2 inline __m256i k_dot_add_avx2(__m256i acc, __m256i w, __m256i x) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+// Per lane the sum of N quant vectors' products with the activations at q.
+template <QuantFormat F, int N>
+LUMINAL_AVX2 inline __m256i k_dots_avx2(const __m256i* w, const std::int8_t* q) {
+    return unsigned_dots_avx2<N, F == QuantFormat::Q4_K ? 15 : 63>(w, q);
 }
-LUMINAL_VNNI inline __m256i k_dot_add_vnni(__m256i acc, __m256i w, __m256i x) { return _mm256_dpbusd_epi32(acc, w, x); }
+template <QuantFormat F, int N>
+LUMINAL_VNNI inline __m256i k_dots_vnni(const __m256i* w, const std::int8_t* q) {
+    return unsigned_dots_vnni<N>(w, q);
+}
 
 // The 8 rows of `group` times activation rows i0 .. i0+R-1: out[r * out_stride + 0..7].
 // Q4_K: acc += (d sc_g) d_x dot, mins -= (dmin m_g) s_x; Q6_K: each half of 16 its
 // own scale, (dot - 32 sum(q_x)) d sc_s d_x.
-#define LUMINAL_K_INTERLEAVED_ROWS_BODY(DOT_ADD)                                                                  \
+#define LUMINAL_K_INTERLEAVED_ROWS_BODY(DOTS)                                                                     \
     using namespace k_tile;                                                                                      \
     constexpr std::int64_t tile_bytes = kRows * block_bytes<F>;                                                  \
     __m256 acc[R], mins[R];                                                                                      \
@@ -238,13 +242,7 @@ LUMINAL_VNNI inline __m256i k_dot_add_vnni(__m256i acc, __m256i w, __m256i x) { 
                 for (int r = 0; r < R; ++r) {                                                                    \
                     const std::int64_t at = (i0 + r) * x.blocks + sb * kGroups + g;                              \
                     const std::int8_t* q = x.q.data() + at * kQuantBlock;                                        \
-                    __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                          \
-                    for (int j = 0; j < 8; ++j) {                                                                \
-                        std::int32_t four;                                                                       \
-                        std::memcpy(&four, q + 4 * j, 4);                                                        \
-                        sums[j & 1] = DOT_ADD(sums[j & 1], w[j], _mm256_set1_epi32(four));                       \
-                    }                                                                                            \
-                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sums[0], sums[1])),             \
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOTS<F, 8>(w, q)),                               \
                                              _mm256_mul_ps(scale, _mm256_set1_ps(x.scale[at])), acc[r]);         \
                     mins[r] = _mm256_fmadd_ps(minimum, _mm256_set1_ps(x.sum[at]), mins[r]);                      \
                 }                                                                                                \
@@ -254,13 +252,9 @@ LUMINAL_VNNI inline __m256i k_dot_add_vnni(__m256i acc, __m256i w, __m256i x) { 
                 for (int r = 0; r < R; ++r) {                                                                    \
                     const std::int64_t at = (i0 + r) * x.blocks + sb * kGroups + g;                              \
                     const std::int8_t* q = x.q.data() + at * kQuantBlock;                                        \
-                    __m256i sums[2] = {_mm256_set1_epi32(-32 * x.half_sums[2 * at]),                             \
-                                       _mm256_set1_epi32(-32 * x.half_sums[2 * at + 1])};                        \
-                    for (int j = 0; j < 8; ++j) {                                                                \
-                        std::int32_t four;                                                                       \
-                        std::memcpy(&four, q + 4 * j, 4);                                                        \
-                        sums[j / 4] = DOT_ADD(sums[j / 4], w[j], _mm256_set1_epi32(four));                       \
-                    }                                                                                            \
+                    const __m256i sums[2] = {                                                                    \
+                        _mm256_add_epi32(_mm256_set1_epi32(-32 * x.half_sums[2 * at]), DOTS<F, 4>(w, q)),        \
+                        _mm256_add_epi32(_mm256_set1_epi32(-32 * x.half_sums[2 * at + 1]), DOTS<F, 4>(w + 4, q + 16))}; \
                     const __m256 both = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[0]), first,                      \
                                                         _mm256_mul_ps(_mm256_cvtepi32_ps(sums[1]), second));     \
                     acc[r] = _mm256_fmadd_ps(both, _mm256_set1_ps(x.scale[at]), acc[r]);                         \
@@ -273,12 +267,12 @@ LUMINAL_VNNI inline __m256i k_dot_add_vnni(__m256i acc, __m256i w, __m256i x) { 
 template <QuantFormat F, int R>
 LUMINAL_AVX2 void k_interleaved_rows_avx2(const std::byte* group, const Q8Rows& x, std::int64_t i0, float* out,
                                           std::int64_t out_stride) {
-    LUMINAL_K_INTERLEAVED_ROWS_BODY(k_dot_add_avx2)
+    LUMINAL_K_INTERLEAVED_ROWS_BODY(k_dots_avx2)
 }
 template <QuantFormat F, int R>
 LUMINAL_VNNI void k_interleaved_rows_vnni(const std::byte* group, const Q8Rows& x, std::int64_t i0, float* out,
                                           std::int64_t out_stride) {
-    LUMINAL_K_INTERLEAVED_ROWS_BODY(k_dot_add_vnni)
+    LUMINAL_K_INTERLEAVED_ROWS_BODY(k_dots_vnni)
 }
 #undef LUMINAL_K_INTERLEAVED_ROWS_BODY
 

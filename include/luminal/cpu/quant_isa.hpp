@@ -6,8 +6,11 @@
 // where the CPU reports the features (__builtin_cpu_supports); and the vector
 // primitives the kernels of every format share.
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
+#include "luminal/core/error.hpp"
 #include "luminal/lowering/quantized.hpp"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -47,10 +50,25 @@ inline bool supports(Isa isa) {
     return true;
 }
 
-inline Isa best_isa() {
-    if (supports(Isa::Avx512Vnni)) return Isa::Avx512Vnni;
-    if (supports(Isa::Avx2)) return Isa::Avx2;
+// The instruction set `name` names ("scalar", "avx2", "avx512vnni").
+inline Isa isa_named(std::string_view name, const char* where) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni})
+        if (name == name_of(isa)) return isa;
+    throw Error(where, fmt::format("unknown instruction set '{}' (one of scalar, avx2, avx512vnni)", name));
+}
+
+// The best instruction set this CPU runs, at most `cap`.
+inline Isa best_isa(Isa cap) {
+    for (Isa isa : {Isa::Avx512Vnni, Isa::Avx2})
+        if (isa <= cap && supports(isa)) return isa;
     return Isa::Scalar;
+}
+
+// The best instruction set this CPU runs, at most what LUMINAL_MAX_CPU_ISA names
+// when it is set: so an AVX-512 machine can time and test the AVX2 kernels.
+inline Isa best_isa() {
+    const char* cap = std::getenv("LUMINAL_MAX_CPU_ISA");
+    return best_isa(cap && *cap ? isa_named(cap, "LUMINAL_MAX_CPU_ISA") : Isa::Avx512Vnni);
 }
 
 #ifdef LUMINAL_QUANT_X86
@@ -99,6 +117,43 @@ LUMINAL_VNNI inline __m256i dot_vnni(__m256i w, __m256i x) {
     if constexpr (F == QuantFormat::Q8_0)
         return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     else return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x);
+}
+
+// Per 4-byte lane, the sum over vectors j < N of w[j] times the 4 activation
+// bytes at q + 4j (broadcast): unsigned weights of at most kMaxWeight, signed
+// activations in [-127, 127]. AVX2 has no vpdpbusd: vpmaddubsw's pair sums are
+// added as i16 in groups that cannot overflow, then widened by one vpmaddwd per
+// group (SmolLM2-135M's 4-bit weights: one widening per 8 products instead of 8).
+template <int N, int kMaxWeight>
+LUMINAL_AVX2 inline __m256i unsigned_dots_avx2(const __m256i* w, const std::int8_t* q) {
+    constexpr int pair_max = 2 * kMaxWeight * 127;
+    constexpr int group = 32767 / pair_max >= N ? N : 32767 / pair_max >= 4 ? 4 : 32767 / pair_max >= 2 ? 2 : 1;
+    static_assert(group >= 1 && N % group == 0);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i total = _mm256_setzero_si256();
+    for (int g = 0; g < N; g += group) {
+        // two i16 chains, so the adds are not one serial dependency
+        __m256i pairs[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (int j = g; j < g + group; ++j) {
+            std::int32_t four;
+            std::memcpy(&four, q + 4 * j, 4);
+            pairs[j & 1] = _mm256_add_epi16(pairs[j & 1], _mm256_maddubs_epi16(w[j], _mm256_set1_epi32(four)));
+        }
+        total = _mm256_add_epi32(total, _mm256_madd_epi16(_mm256_add_epi16(pairs[0], pairs[1]), ones));
+    }
+    return total;
+}
+
+// unsigned_dots_avx2 with vpdpbusd: two chains of N / 2 for latency.
+template <int N>
+LUMINAL_VNNI inline __m256i unsigned_dots_vnni(const __m256i* w, const std::int8_t* q) {
+    __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int j = 0; j < N; ++j) {
+        std::int32_t four;
+        std::memcpy(&four, q + 4 * j, 4);
+        sums[j & 1] = _mm256_dpbusd_epi32(sums[j & 1], w[j], _mm256_set1_epi32(four));
+    }
+    return _mm256_add_epi32(sums[0], sums[1]);
 }
 
 }  // namespace simd_detail
