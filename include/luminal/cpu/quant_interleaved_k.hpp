@@ -80,9 +80,7 @@ inline void pack_k_tile(const std::byte* blocks, std::byte* tile) {
             int row_scales[8], row_mins[8];
             io::detail::unpack_k_scales(block + 4, row_scales, row_mins);
             for (int g = 0; g < kGroups; ++g) scales[8 * g + r] = row_scales[g], mins[8 * g + r] = row_mins[g];
-            for (int c = 0; c < 4; ++c)
-                for (int j = 0; j < 8; ++j)
-                    std::memcpy(tile + q4_quants + 32 * (8 * c + j) + 4 * r, block + 16 + 32 * c + 4 * j, 4);
+            for (int v = 0; v < 32; ++v) std::memcpy(tile + q4_quants + 32 * v + 4 * r, block + 16 + 4 * v, 4);
         }
         pack_six_bits(scales, tile + q4_scales);
         pack_six_bits(mins, tile + q4_mins);
@@ -91,12 +89,8 @@ inline void pack_k_tile(const std::byte* blocks, std::byte* tile) {
             const std::byte* block = blocks + r * bb;
             std::memcpy(tile + q6_d + 2 * r, block + 208, 2);
             for (int s = 0; s < 16; ++s) tile[q6_scales + 8 * s + r] = block[192 + s];
-            for (int h = 0; h < 2; ++h)
-                for (int j = 0; j < 8; ++j) {
-                    for (int a = 0; a < 2; ++a)
-                        std::memcpy(tile + q6_low + 32 * (16 * h + 8 * a + j) + 4 * r, block + 64 * h + 32 * a + 4 * j, 4);
-                    std::memcpy(tile + q6_high + 32 * (8 * h + j) + 4 * r, block + 128 + 32 * h + 4 * j, 4);
-                }
+            for (int v = 0; v < 32; ++v) std::memcpy(tile + q6_low + 32 * v + 4 * r, block + 4 * v, 4);
+            for (int v = 0; v < 16; ++v) std::memcpy(tile + q6_high + 32 * v + 4 * r, block + 128 + 4 * v, 4);
         }
     }
 }
@@ -117,21 +111,15 @@ inline void unpack_k_tile(const std::byte* tile, std::byte* blocks) {
             int row_scales[8], row_mins[8];
             for (int g = 0; g < kGroups; ++g) row_scales[g] = scales[8 * g + r], row_mins[g] = mins[8 * g + r];
             pack_k_scales(row_scales, row_mins, block + 4);
-            for (int c = 0; c < 4; ++c)
-                for (int j = 0; j < 8; ++j)
-                    std::memcpy(block + 16 + 32 * c + 4 * j, tile + q4_quants + 32 * (8 * c + j) + 4 * r, 4);
+            for (int v = 0; v < 32; ++v) std::memcpy(block + 16 + 4 * v, tile + q4_quants + 32 * v + 4 * r, 4);
         }
     } else {
         for (int r = 0; r < kRows; ++r) {
             std::byte* block = blocks + r * bb;
             std::memcpy(block + 208, tile + q6_d + 2 * r, 2);
             for (int s = 0; s < 16; ++s) block[192 + s] = tile[q6_scales + 8 * s + r];
-            for (int h = 0; h < 2; ++h)
-                for (int j = 0; j < 8; ++j) {
-                    for (int a = 0; a < 2; ++a)
-                        std::memcpy(block + 64 * h + 32 * a + 4 * j, tile + q6_low + 32 * (16 * h + 8 * a + j) + 4 * r, 4);
-                    std::memcpy(block + 128 + 32 * h + 4 * j, tile + q6_high + 32 * (8 * h + j) + 4 * r, 4);
-                }
+            for (int v = 0; v < 32; ++v) std::memcpy(block + 4 * v, tile + q6_low + 32 * v + 4 * r, 4);
+            for (int v = 0; v < 16; ++v) std::memcpy(block + 128 + 4 * v, tile + q6_high + 32 * v + 4 * r, 4);
         }
     }
 }
