@@ -12,13 +12,18 @@
 //   BENCH_RESULT {...}  the same numbers as JSON, with the prompt and generated ids
 // A GGUF file's Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K matrices stay in their blocks,
 // on the CPU and on CUDA (--dequantize: f32 at load instead); --activations f32
-// keeps their products exact. --plan-only --plan-quant q4_k_m plans a model
-// with llama.cpp's Q4_K_M mix of formats.
+// keeps their products exact. --quant q4_k_m keeps a planned model's or a
+// random model's matrices in llama.cpp's Q4_K_M mix of formats. --random-weights runs a model
+// directory's config.json with seeded random weights (no weights file, no
+// tokenizer: give --prompt-tokens or --prompt-ids); --profile FILE (CUDA) times
+// every launch of one decode step and of the prompt's prefill, beside the plan
+// report's model of each, and writes both as JSON.
 #include <CLI/CLI.hpp>
 #include <luminal/cuda.hpp>
 #include <luminal/luminal.hpp>
 #include <luminal/cuda/plan_report.hpp>
 #include <luminal/cuda/step_transfers.hpp>
+#include <luminal/nn/random_checkpoint.hpp>
 #include <luminal/nn/sampling.hpp>
 #include <luminal/nn/step_floor.hpp>
 
@@ -30,6 +35,10 @@
 #include <map>
 #include <new>
 #include <optional>
+#include <random>
+#include <span>
+#include <string_view>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +68,9 @@ struct Args {
     std::filesystem::path model;
     std::string prompt = "Explain what a neural network is in a paragraph.";
     std::vector<std::int32_t> prompt_ids;
+    std::int64_t prompt_tokens = 0;  // > 0: a seeded random prompt of this many ids
+    bool random_weights = false;
+    std::filesystem::path profile;  // --profile: where the per-launch times go
     int max_tokens = 32;
     std::size_t search = 1;
     double temperature = 0;
@@ -76,7 +88,7 @@ struct Args {
     bool dequantize = false;
     bool q8_activations = true;
     bool plan_only = false;
-    std::string plan_quant;  // --plan-only: the formats the planned model keeps its matrices in; empty: none
+    std::string quant;  // --plan-only or --random-weights: the formats matrices are kept in; empty: none
     std::int64_t cached = -1;  // -1: half the context
     std::int64_t new_tokens = 1;
     double bandwidth = luminal::cuda::DeviceSpec{}.bandwidth;
@@ -119,7 +131,7 @@ luminal::DType kv_dtype_of(const Args& args) {
 // last eighth of the layers, and every third between).
 bool more_bits(std::int64_t i, std::int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-// The format --plan-quant gives matrix `name`: "q4_k_m" is llama.cpp's mix (Q6_K for
+// The format --quant gives matrix `name`: "q4_k_m" is llama.cpp's mix (Q6_K for
 // the LM head and for v_proj and down_proj in more_bits layers, Q4_K elsewhere); a
 // format name (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k) is that format for every matrix.
 luminal::QuantFormat plan_format(const std::string& mix, const std::string& name, std::int64_t layers) {
@@ -130,7 +142,7 @@ luminal::QuantFormat plan_format(const std::string& mix, const std::string& name
             std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
             if (lower == mix) return f;
         }
-        throw luminal::Error("generate", fmt::format("--plan-quant {}: expected q4_k_m or a kept block format "
+        throw luminal::Error("generate", fmt::format("--quant {}: expected q4_k_m or a kept block format "
                                                      "(q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k)", mix));
     }
     if (name == "lm_head.weight") return QuantFormat::Q6_K;
@@ -138,6 +150,48 @@ luminal::QuantFormat plan_format(const std::string& mix, const std::string& name
     if (name.starts_with(prefix) && (name.ends_with("v_proj.weight") || name.ends_with("down_proj.weight")))
         if (more_bits(std::stoll(name.substr(prefix.size())), layers)) return QuantFormat::Q6_K;
     return QuantFormat::Q4_K;
+}
+
+// The plan report of `session`'s program for a step of `new_tokens` tokens after
+// `cached` ones: every launch with its modelled time, against the memory floor.
+template <typename Runtime>
+luminal::cuda::PlanReport report_of(const luminal::nn::Session<Runtime>& session, const luminal::nn::CausalLm& model,
+                                    const Args& args, std::int64_t cached, std::int64_t new_tokens) {
+    luminal::DynMap dims;
+    dims.set('s', new_tokens);
+    dims.set('p', cached);
+    luminal::cuda::PlanReportOptions report_options;
+    report_options.device.bandwidth = args.bandwidth;
+    report_options.device.multiprocessors = args.multiprocessors;
+    report_options.layers = static_cast<std::int64_t>(model.config.layers.size());
+    report_options.floor_bytes = luminal::nn::step_floor_bytes(model, cached, new_tokens);
+    // A step after the one before it: the new tokens' ids go up, the id the graph picks comes back.
+    luminal::DynMap previous;
+    previous.set('s', new_tokens);
+    previous.set('p', std::max<std::int64_t>(cached - new_tokens, 0));
+    const auto ids_bytes = static_cast<std::size_t>(new_tokens) * sizeof(std::int32_t);
+    report_options.host_device_bytes =
+        static_cast<double>(luminal::cuda::step_transfer_bytes(previous, dims, ids_bytes, sizeof(std::int32_t)));
+    return luminal::cuda::plan_report(session.report().program.for_dims(dims), dims, report_options);
+}
+
+// The block format of each matrix under `mix` (--quant; empty: none).
+std::map<std::string, luminal::QuantFormat, std::less<>> quantized_formats(const luminal::io::ModelConfig& config,
+                                                                          const luminal::nn::ModelOptions& model_options,
+                                                                          const std::string& mix) {
+    std::map<std::string, luminal::QuantFormat, std::less<>> formats;
+    if (mix.empty()) return formats;
+    const auto layers = static_cast<std::int64_t>(config.layers.size());
+    const luminal::nn::CausalLm unquantized = luminal::nn::build_causal_lm(config, model_options);
+    for (const luminal::nn::Parameter& p : unquantized.parameters.parameters()) {
+        // A matrix, or the matrices a parameter stacks (a mixture's experts), each in its own format.
+        if (p.shape.size() != (p.stacked.empty() ? 2u : 3u) || !p.computed.empty()) continue;
+        for (const std::string& name : p.stacked.empty() ? std::vector<std::string>{p.name} : p.stacked) {
+            const luminal::QuantFormat f = plan_format(mix, name, layers);
+            if (p.shape.back() % luminal::block_elements(f) == 0) formats.emplace(name, f);
+        }
+    }
+    return formats;
 }
 
 // --plan-only: compiles the model for the CUDA backend, without a device or
@@ -152,18 +206,7 @@ int plan(const Args& args) {
     model_options.kv_dtype = kv_dtype_of(args);
     model_options.sample_in_graph = true;
     model_options.q8_activations = args.q8_activations;
-    if (!args.plan_quant.empty()) {
-        const auto layers = static_cast<std::int64_t>(config.layers.size());
-        const luminal::nn::CausalLm unquantized = luminal::nn::build_causal_lm(config, model_options);
-        for (const luminal::nn::Parameter& p : unquantized.parameters.parameters()) {
-            // A matrix, or the matrices a parameter stacks (a mixture's experts), each in its own format.
-            if (p.shape.size() != (p.stacked.empty() ? 2u : 3u) || !p.computed.empty()) continue;
-            for (const std::string& name : p.stacked.empty() ? std::vector<std::string>{p.name} : p.stacked) {
-                const luminal::QuantFormat f = plan_format(args.plan_quant, name, layers);
-                if (p.shape.back() % luminal::block_elements(f) == 0) model_options.quantized.emplace(name, f);
-            }
-        }
-    }
+    model_options.quantized = quantized_formats(config, model_options, args.quant);
     luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, model_options);
     double weight_bytes = 0;
     for (const luminal::nn::Parameter& p : model.parameters.parameters()) weight_bytes += luminal::nn::tensor_bytes(p.tensor);
@@ -171,32 +214,20 @@ int plan(const Args& args) {
     const std::int64_t cached = args.cached >= 0 ? args.cached : args.context / 2;
     luminal::check(cached + args.new_tokens <= args.context, "generate", "--cached {} + --new-tokens {} exceed --context {}",
                    cached, args.new_tokens, args.context);
-    luminal::DynMap dims;
-    dims.set('s', args.new_tokens);
-    dims.set('p', cached);
     luminal::CompileOptions options;
     options.search_candidates = args.search;
     options.seed = args.seed;
     // A step of several tokens is planned as a program chosen for it; a decode step as generate runs it.
-    if (args.new_tokens > 1) options.workloads = {{dims, 1}};
+    if (args.new_tokens > 1) {
+        luminal::DynMap dims;
+        dims.set('s', args.new_tokens);
+        dims.set('p', cached);
+        options.workloads = {{dims, 1}};
+    }
     const auto compile_start = Clock::now();
     luminal::nn::Session session(model, luminal::cuda::HostEmulator{}, options);
     const double compile_ms = ms_since(compile_start);
-    luminal::cuda::PlanReportOptions report_options;
-    report_options.device.bandwidth = args.bandwidth;
-    report_options.device.multiprocessors = args.multiprocessors;
-    report_options.layers = static_cast<std::int64_t>(config.layers.size());
-    report_options.floor_bytes = luminal::nn::step_floor_bytes(model, cached, args.new_tokens);
-    // A step after the one before it: the new tokens' ids go up, the id the graph picks comes back.
-    luminal::DynMap previous;
-    previous.set('s', args.new_tokens);
-    previous.set('p', std::max<std::int64_t>(cached - args.new_tokens, 0));
-    const auto ids_bytes = static_cast<std::size_t>(args.new_tokens) * sizeof(std::int32_t);
-    report_options.host_device_bytes =
-        static_cast<double>(luminal::cuda::step_transfer_bytes(previous, dims, ids_bytes, sizeof(std::int32_t)));
-    const luminal::Program& program = session.report().program.for_dims(dims);
-    const luminal::cuda::PlanReport report = luminal::cuda::plan_report(program, dims, report_options);
-    std::printf("%s", report.to_string().c_str());
+    std::printf("%s", report_of(session, model, args, cached, args.new_tokens).to_string().c_str());
     std::printf("COMPILE: %.2f ms\n", compile_ms);
     return 0;
 }
@@ -215,20 +246,60 @@ std::string isa_of(const Runtime& runtime) {
     else return "";
 }
 
+// --profile: runs `tokens` after the session's `cached` tokens with each launch
+// timed on the device, and pairs each launch with the plan report's row for it.
+luminal::io::Json profile_step(luminal::nn::Session<luminal::cuda::CudaRuntime>& session, const luminal::nn::CausalLm& model,
+                               const Args& args, std::string_view name, std::span<const std::int32_t> tokens) {
+    const std::int64_t cached = session.position();
+    const luminal::cuda::PlanReport report = report_of(session, model, args, cached, static_cast<std::int64_t>(tokens.size()));
+    session.runtime().time_next_launches();
+    session.next(tokens);
+    const auto& times = session.runtime().launch_times();
+    const bool paired = times.size() == report.rows.size() &&
+                        std::equal(times.begin(), times.end(), report.rows.begin(),
+                                   [](const auto& t, const auto& r) { return std::cmp_equal(t.node, r.launch.node); });
+    std::printf("PROFILE %.*s: %zu tokens after %lld, %zu launches timed, %zu in the plan report%s\n",
+                static_cast<int>(name.size()), name.data(), tokens.size(), static_cast<long long>(cached), times.size(),
+                report.rows.size(), paired ? "" : " (the lists differ: rows unpaired)");
+    std::printf("%4s %6s %-22s %-40s %10s %10s %7s\n", "#", "node", "kernel", "op", "model us", "device us", "ratio");
+    luminal::io::Json launches = luminal::io::Json::array();
+    double measured = 0;
+    for (std::size_t i = 0; i < times.size(); ++i) {
+        measured += times[i].seconds;
+        luminal::io::Json row = {{"index", i}, {"node", times[i].node}, {"kind", times[i].kind}, {"device_us", times[i].seconds * 1e6}};
+        if (paired) {
+            const luminal::cuda::PlanReportRow& r = report.rows[i];
+            row.update({{"kernel", r.kernel}, {"op", r.op}, {"grid", r.launch.grid}, {"block", r.launch.block},
+                        {"registers", r.registers ? *r.registers : -1}, {"bytes", r.work.bytes()},
+                        {"flops", r.work.flops + r.work.mma_flops}, {"model_us", r.estimate.seconds * 1e6}});
+            std::printf("%4zu %6d %-22s %-40s %10.2f %10.2f %7.2f\n", i, times[i].node, r.kernel.c_str(), r.op.substr(0, 40).c_str(),
+                        r.estimate.seconds * 1e6, times[i].seconds * 1e6,
+                        r.estimate.seconds > 0 ? times[i].seconds / r.estimate.seconds : 0.0);
+        }
+        launches.push_back(std::move(row));
+    }
+    std::printf("PROFILE %.*s total: device %.1f us (launches one by one, no graph), model %.1f us, floor %.1f us\n",
+                static_cast<int>(name.size()), name.data(), measured * 1e6, report.modelled_seconds * 1e6, report.floor_seconds * 1e6);
+    return {{"step", name}, {"new_tokens", tokens.size()}, {"cached", cached}, {"paired", paired},
+            {"device_us", measured * 1e6}, {"plan", report.totals()}, {"launches", std::move(launches)}};
+}
+
 template <typename Runtime>
 int run(const Args& args, Runtime runtime) {
     const auto load_start = Clock::now();
-    const auto pretrained = luminal::nn::PretrainedModel::open(args.model);
-    const luminal::io::ModelConfig& config = pretrained.config();
-    const luminal::io::Tokenizer& tokenizer = pretrained.tokenizer();
+    std::optional<luminal::nn::PretrainedModel> pretrained;
+    if (!args.random_weights) pretrained.emplace(luminal::nn::PretrainedModel::open(args.model));
+    const luminal::io::ModelConfig config = pretrained ? pretrained->config() : config_of(args.model);
+    const luminal::io::Tokenizer* tokenizer = pretrained ? &pretrained->tokenizer() : nullptr;
     double load_ms = ms_since(load_start);
 
     const auto compile_start = Clock::now();
     luminal::nn::ModelOptions model_options;
     model_options.context = args.context;
     model_options.weight_dtype = args.weights;
-    if (!args.dequantize) model_options.quantized = pretrained.quantized_weights();
     model_options.q8_activations = args.q8_activations;
+    if (pretrained && !args.dequantize) model_options.quantized = pretrained->quantized_weights();
+    else model_options.quantized = quantized_formats(config, model_options, args.quant);
     model_options.last_logits_only = true;  // the sampler reads the last position only
     model_options.kv_dtype = kv_dtype_of(args);
     model_options.sample_in_graph = args.device == "cuda";  // only the token's id comes back from the device
@@ -240,28 +311,37 @@ int run(const Args& args, Runtime runtime) {
     const double compile_ms = ms_since(compile_start);
 
     const auto bind_start = Clock::now();
-    session.load_weights(pretrained);
+    if (pretrained) session.load_weights(*pretrained);
+    else session.load_weights(luminal::nn::RandomCheckpoint(model.parameters, args.seed));
     load_ms += ms_since(bind_start);
     const double rss_after_load_mb = status_mb("VmRSS");
 
+    std::vector<std::int32_t> prompt = args.prompt_ids;
+    if (args.prompt_tokens > 0) {
+        std::mt19937_64 ids(args.seed);
+        std::uniform_int_distribution<std::int32_t> id(0, static_cast<std::int32_t>(config.vocab_size - 1));
+        for (std::int64_t i = 0; i < args.prompt_tokens; ++i) prompt.push_back(id(ids));
+    }
     const std::vector<luminal::io::ChatMessage> messages{{"user", args.prompt}};
-    const std::string text = args.chat ? render_chat(pretrained.chat_family(), messages) : args.prompt;
-    const std::vector<std::int32_t> prompt =
-        args.prompt_ids.empty() ? tokenizer.encode(text, !args.chat) : args.prompt_ids;
+    if (prompt.empty()) {
+        luminal::check(tokenizer != nullptr, "generate", "--random-weights has no tokenizer: give --prompt-tokens or --prompt-ids");
+        prompt = tokenizer->encode(args.chat ? render_chat(pretrained->chat_family(), messages) : args.prompt, !args.chat);
+    }
     luminal::check(!prompt.empty(), "generate", "the prompt encodes to no tokens");
     for (const std::int32_t id : prompt)
         luminal::check(id >= 0 && id < config.vocab_size, "generate",
                        "prompt id {} is outside the vocabulary (size {})", id, config.vocab_size);
     const auto vocab = static_cast<std::size_t>(config.vocab_size);
     std::vector<std::int32_t> stops(config.eos_token_ids.begin(), config.eos_token_ids.end());
-    if (auto eos = tokenizer.eos_id()) stops.push_back(*eos);
+    if (tokenizer)
+        if (auto eos = tokenizer->eos_id()) stops.push_back(*eos);
     if (args.chat)
-        for (const std::string& name : luminal::io::chat_stop_tokens(pretrained.chat_family()))
-            if (auto id = tokenizer.token_to_id(name)) stops.push_back(*id);
+        for (const std::string& name : luminal::io::chat_stop_tokens(pretrained->chat_family()))
+            if (auto id = tokenizer->token_to_id(name)) stops.push_back(*id);
 
-    // A padded vocabulary has ids without text: picked only with --raw-ids.
+    // A padded vocabulary has ids without text: picked only with --raw-ids (or without a tokenizer).
     const std::vector<bool> pickable =
-        args.raw_ids ? std::vector<bool>{} : luminal::nn::decodable_ids(tokenizer, config.vocab_size);
+        args.raw_ids || !tokenizer ? std::vector<bool>{} : luminal::nn::decodable_ids(*tokenizer, config.vocab_size);
 
     if (model.sampling) session.set_sampling(args.temperature, args.top_k, args.seed, pickable);
     std::vector<double> ttft_samples;
@@ -279,13 +359,17 @@ int run(const Args& args, Runtime runtime) {
         ttft_samples.push_back(ms_since(start));
     }
 
-    std::printf(args.chat ? "> %s\n" : "%s", args.prompt_ids.empty() ? args.prompt.c_str() : "");
-    luminal::io::StreamingDecoder stream(tokenizer, true);
+    std::printf(args.chat ? "> %s\n" : "%s", args.prompt_ids.empty() && tokenizer ? args.prompt.c_str() : "");
+    std::optional<luminal::io::StreamingDecoder> stream;
+    if (tokenizer) stream.emplace(*tokenizer, true);
+    const auto show = [&](std::int32_t id) {
+        std::fputs(stream ? stream->step(id).c_str() : fmt::format(" {}", id).c_str(), stdout);
+        std::fflush(stdout);
+    };
     luminal::nn::Sampler sampler(args.temperature, args.top_k, args.seed + 1, pickable);
     std::vector<double> tpot_samples;
     std::vector<std::int32_t> generated_ids{token};
-    std::fputs(stream.step(token).c_str(), stdout);
-    std::fflush(stdout);
+    show(token);
     while (std::cmp_less(generated_ids.size(), args.max_tokens) && session.position() < args.context &&
            (args.ignore_eos || std::find(stops.begin(), stops.end(), token) == stops.end())) {
         const auto start = Clock::now();
@@ -294,10 +378,9 @@ int run(const Args& args, Runtime runtime) {
         const double step_ms = ms_since(start);
         if (generated_ids.size() > 1) tpot_samples.push_back(step_ms);  // the first decode step warms up
         generated_ids.push_back(token);
-        std::fputs(stream.step(token).c_str(), stdout);
-        std::fflush(stdout);
+        show(token);
     }
-    std::printf("%s\n\n", stream.finish().c_str());
+    std::printf("%s\n\n", stream ? stream->finish().c_str() : "");
 
     const double ttft = median(ttft_samples);
     double tpot = 0;
@@ -315,6 +398,7 @@ int run(const Args& args, Runtime runtime) {
         {"dtype", args.weights == luminal::DType::F32
                       ? std::string("float32")
                       : fmt::format("{} weights, float32 compute", luminal::name_of(args.weights))},
+        {"random_weights", args.random_weights},
         {"prompt_tokens", prompt.size()}, {"iters", args.iters}, {"ttft_ms", ttft},
         {"ttft_ms_samples", ttft_samples}, {"compile_ms", compile_ms}, {"load_ms", load_ms},
         {"search_iters", args.search},
@@ -326,6 +410,16 @@ int run(const Args& args, Runtime runtime) {
         {"kv_dtype", luminal::name_of(model_options.kv_dtype)}, {"sampled_in_graph", model_options.sample_in_graph},
         {"rss_after_load_mb", rss_after_load_mb}, {"rss_end_mb", rss_end_mb}, {"rss_peak_mb", rss_peak_mb}};
     std::printf("BENCH_RESULT %s\n", result.dump().c_str());
+
+    if constexpr (std::is_same_v<Runtime, luminal::cuda::CudaRuntime>) {
+        if (!args.profile.empty()) {
+            luminal::io::Json steps = luminal::io::Json::array();
+            steps.push_back(profile_step(session, model, args, "decode", std::vector<std::int32_t>{token}));
+            session.reset();
+            steps.push_back(profile_step(session, model, args, "prefill", prompt));
+            std::ofstream(args.profile) << luminal::io::Json{{"device", session.runtime().device_name()}, {"steps", steps}}.dump(1);
+        }
+    }
     return 0;
 }
 
@@ -342,6 +436,15 @@ int main(int argc, char** argv) {
                    "prompt as token ids, comma-separated, used as given (benchmarks feed every engine the same ids)")
         ->delimiter(',')
         ->excludes(prompt_text);
+    app.add_option("--prompt-tokens", args.prompt_tokens, "a prompt of this many seeded random ids (--seed)")
+        ->check(CLI::PositiveNumber)
+        ->excludes(prompt_text)
+        ->excludes(prompt_ids);
+    app.add_flag("--random-weights", args.random_weights,
+                 "seeded random weights (--seed) for the model directory's config.json: no weights file or tokenizer");
+    app.add_option("--profile", args.profile,
+                   "--device cuda: time each launch of one decode step and of the prompt's prefill beside the plan "
+                   "report's model of it, written to this JSON file");
     app.add_option("--max-tokens", args.max_tokens, "tokens to generate")->check(CLI::PositiveNumber);
     app.add_option("--search", args.search, "candidate programs to profile (1: the cost model decides)")
         ->check(CLI::PositiveNumber);
@@ -371,8 +474,9 @@ int main(int argc, char** argv) {
     app.add_flag("--plan-only", args.plan_only,
                  "print the CUDA plan of one step (launches, bytes, modelled time against the memory floor); "
                  "needs no GPU and no weights");
-    app.add_option("--plan-quant", args.plan_quant,
-                   "--plan-only: keep the matrices quantized, as llama.cpp's q4_k_m mix or one format (q8_0, q4_k, ...)");
+    app.add_option("--quant", args.quant,
+                   "--plan-only or --random-weights: keep the matrices quantized, as llama.cpp's q4_k_m mix or one "
+                   "format (q8_0, q4_k, ...)");
     app.add_option("--cached", args.cached, "--plan-only: tokens already in the KV cache (default: half the context)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--new-tokens", args.new_tokens, "--plan-only: tokens of the planned step")->check(CLI::PositiveNumber);
@@ -389,6 +493,10 @@ int main(int argc, char** argv) {
             luminal::check(args.device == "cuda", "generate", "--plan-only plans for the CUDA backend: add --device cuda");
             return plan(args);
         }
+        luminal::check(args.quant.empty() || args.plan_only || args.random_weights, "generate",
+                       "--quant applies to --plan-only and --random-weights (a file's matrices keep their own formats)");
+        luminal::check(!(args.chat && args.random_weights), "generate", "--chat needs a tokenizer: not with --random-weights");
+        luminal::check(args.profile.empty() || args.device == "cuda", "generate", "--profile times CUDA launches: add --device cuda");
         if (args.device == "cuda") return run(args, luminal::cuda::CudaRuntime{});
         return run(args, luminal::CpuRuntime(luminal::CpuOptions{.threads = args.threads}));
     } catch (const luminal::Error& error) {

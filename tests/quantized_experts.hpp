@@ -10,6 +10,7 @@
 // A backend's result is checked against the gguf package's dequantized rows
 // (tests/data/quantized/products.safetensors) times x by plain loops.
 #include <doctest/doctest.h>
+#include "test_data.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -86,7 +87,7 @@ void run_and_check_parts(Compiled& rt, const luminal::Graph& cx, const std::vect
                          const std::function<double(const std::vector<double>&, const std::vector<float>&, std::int64_t, std::int64_t,
                                                     std::int64_t)>& want) {
     using namespace luminal;
-    const auto file = io::SafetensorsFile::open(std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "quantized" / "products.safetensors");
+    const auto file = io::SafetensorsFile::open(luminal_test::data_dir() / "quantized" / "products.safetensors");
     auto activations = [&](const Part& p) { return io::to_f32(file.at(p.cols == 512 ? "x256" : "x")); };
     for (const Part& p : parts) {
         const auto x = activations(p);

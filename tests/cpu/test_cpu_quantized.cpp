@@ -5,6 +5,7 @@
 // and at several thread counts; the ReferenceRuntime on the same graphs; the
 // thread pool; and the errors for blocks that do not fit.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include <luminal/luminal.hpp>
 
@@ -27,7 +28,7 @@ namespace {
 using luminal::QuantFormat;
 using luminal::cpu::quant::Isa;
 
-const std::filesystem::path kQuantizedData = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "quantized";
+const std::filesystem::path kQuantizedData = luminal_test::data_dir() / "quantized";
 constexpr std::int64_t kRows = 40, kActivationRows = 13;
 constexpr QuantFormat kFormats[] = {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0,
                                     QuantFormat::Q5_1, QuantFormat::Q4_K, QuantFormat::Q6_K};

@@ -34,6 +34,7 @@ inline constexpr std::string_view kCudaHostShim = R"SHIM(#include <bit>
 #include <vector>
 #define LUMINAL_HOST_SHIM
 #define __global__
+#define __launch_bounds__(...)
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static

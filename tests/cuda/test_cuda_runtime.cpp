@@ -2,6 +2,7 @@
 // "needs a CUDA device") where none is present, except the check that asking
 // for it then is a clear Error. scripts/gpu_check.sh runs these on a GPU.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include <filesystem>
 #include <luminal/cuda.hpp>
@@ -80,7 +81,7 @@ TEST_CASE("decode-like steps of one size bucket replay one captured graph, each 
 }
 
 TEST_CASE("each bundled family on the device matches transformers (f32 weights)") {
-    const auto models = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models";
+    const auto models = luminal_test::data_dir() / "models";
     for (const char* name : {"llama", "qwen3", "gemma3", "qwen3_moe", "gemma4_moe"}) {
         CAPTURE(name);
         const auto dir = models / name;
@@ -121,7 +122,7 @@ TEST_CASE("gate and up of block-quantized experts as one expert GEMV on the devi
 // The plan generate runs: a bf16 cache, the token picked on the device. Each decode step after the first of a
 // size bucket replays its graph and moves only the changed dims, the new id and the fault code and picked id.
 TEST_CASE("greedy decode steps with the token picked on the device: the fixture's ids, one graph replay and a few bytes per step") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models" / "llama";
+    const auto dir = luminal_test::data_dir() / "models" / "llama";
     const auto weights = io::SafetensorsModel::open(dir);
     const auto reference = io::SafetensorsFile::open(dir / "reference.safetensors");
     const auto prompt64 = io::to_vector<std::int64_t>(reference.at("prompt_ids"));

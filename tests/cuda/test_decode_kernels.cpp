@@ -3,6 +3,7 @@
 // printed source run on the host against the reference runtime, every thread
 // layout and split, and the plan of a decode step of Llama-3.1-8B.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include <algorithm>
 #include <array>
@@ -145,14 +146,16 @@ TEST_CASE("the decode GEMV: an RMSNorm prologue, two weights with SiLU(gate) * u
     CHECK(EveryGemvLayout::layouts_checked == std::size(cases) * 2 * (std::size(egraph::kGemvLayouts) - 1));
 }
 
-TEST_CASE("flash-decoding attention: GQA groups, head sizes, cache dtypes, split and unsplit keys, one and several queries") {
+TEST_CASE("flash-decoding attention: GQA groups, head sizes, cache dtypes, split and unsplit keys, one and several queries, "
+          "more KV heads than one counter line holds") {
     struct Case {
         std::int64_t heads, kv_heads, head_dim, cached, tokens;
         DType cache;
     };
     for (const Case c : {Case{4, 1, 64, 100, 1, DType::F32}, Case{8, 2, 128, 37, 1, DType::BF16}, Case{4, 4, 256, 5, 1, DType::F16},
                          Case{4, 1, 128, 0, 1, DType::BF16}, Case{6, 2, 64, 70, 3, DType::BF16}, Case{2, 2, 64, 33, 2, DType::F32},
-                         Case{8, 1, 64, 50, 1, DType::BF16}, Case{3, 1, 64, 20, 1, DType::F32}}) {
+                         Case{8, 1, 64, 50, 1, DType::BF16}, Case{3, 1, 64, 20, 1, DType::F32},
+                         Case{72, 72, 64, 90, 1, DType::BF16}}) {
         CAPTURE(c.heads);
         CAPTURE(c.kv_heads);
         CAPTURE(c.head_dim);
@@ -293,7 +296,7 @@ TEST_CASE("a launch group runs each member on its own blocks, as the members run
 }
 
 TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): launches, bytes, host traffic, and its kernels compile") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "configs" / "llama31_8b";
+    const auto dir = luminal_test::data_dir() / "configs" / "llama31_8b";
     const io::ModelConfig config = io::load_model_config(dir);
     nn::ModelOptions options;
     options.context = 2048;

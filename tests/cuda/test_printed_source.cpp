@@ -4,6 +4,7 @@
 // another order. Against the reference runtime, the interpreter and
 // transformers' logits.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include <cmath>
 #include <deque>
@@ -167,7 +168,7 @@ TEST_CASE("graphs through the printed sources on the host equal the reference ru
 }
 
 TEST_CASE("the Llama family through the printed sources on the host matches transformers") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models" / "llama";
+    const auto dir = luminal_test::data_dir() / "models" / "llama";
     const auto weights = io::SafetensorsModel::open(dir);
     luminal_test::check_against_reference<luminal_test::PrintedSourceEmulator>(
         io::load_model_config(dir), [&](auto& session) { session.load_weights(weights); }, dir / "reference.safetensors");
@@ -178,7 +179,7 @@ TEST_CASE("the Llama family through the printed sources on the host matches tran
 TEST_CASE("the Qwen3-MoE and Gemma 4 MoE families on the CUDA backend, emulated and through the printed sources, match transformers") {
     for (const char* name : {"qwen3_moe", "gemma4_moe"}) {
         CAPTURE(name);
-        const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models" / name;
+        const auto dir = luminal_test::data_dir() / "models" / name;
         const auto weights = io::SafetensorsModel::open(dir);
         auto load = [&](auto& session) { session.load_weights(weights); };
         luminal_test::check_against_reference<luminal_test::CompilingEmulator>(io::load_model_config(dir), load, dir / "reference.safetensors");
@@ -190,7 +191,7 @@ TEST_CASE("the Qwen3-MoE and Gemma 4 MoE families on the CUDA backend, emulated 
 // The cache dtype generate uses on CUDA: keys and values rounded to bf16 as they are written, so the logits move by
 // about bf16's relative step (2^-8) of the attention outputs; the greedy ids of the fixture must not change.
 TEST_CASE("the Llama family with a bf16 KV cache through the printed sources stays within bf16 rounding of transformers") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models" / "llama";
+    const auto dir = luminal_test::data_dir() / "models" / "llama";
     const auto weights = io::SafetensorsModel::open(dir);
     nn::ModelOptions options;
     options.kv_dtype = DType::BF16;

@@ -5,6 +5,7 @@
 // model's graph; the Q4_K_M GGUF Llama on the host emulator against
 // transformers; and the decode plan of a Q4_K_M-shaped Llama-3.1-8B.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -273,7 +274,7 @@ TEST_CASE("the quantized decode GEMV: an RMSNorm prologue, Q4_K gate and up with
 // tools/gen_gguf_q4_k_m_fixtures.py's Llama (Q4_K and Q6_K super-blocks, the Q6_K embedding doubling as the LM
 // head) with its blocks kept on the CUDA backend, against transformers, within the CPU tests' tolerances.
 TEST_CASE("a Q4_K_M GGUF Llama with its blocks kept on the CUDA backend matches transformers on the host emulator") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model_q4_k_m";
+    const auto dir = luminal_test::data_dir() / "gguf_model_q4_k_m";
     const auto pretrained = nn::PretrainedModel::open(dir / "model.gguf");
     nn::ModelOptions options;
     options.quantized = pretrained.quantized_weights();
@@ -299,7 +300,7 @@ TEST_CASE("a Q4_K_M GGUF Llama with its blocks kept on the CUDA backend matches 
 // tools/gen_gguf_arch_fixtures.py's qwen3moe file (f16 experts stacked as llama.cpp's converter writes them, a dense
 // layer between the sparse ones) on the CUDA backend: experts read in place, routing sorted on the device.
 TEST_CASE("a qwen3moe GGUF file on the CUDA backend matches transformers on the host emulator") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_arch" / "qwen3moe";
+    const auto dir = luminal_test::data_dir() / "gguf_arch" / "qwen3moe";
     const auto pretrained = nn::PretrainedModel::open(dir / "model.gguf");
     const auto load = [&](auto& session) {
         session.load_weights(pretrained);

@@ -9,6 +9,7 @@
 // reference does (see gguf_quants.hpp), and the test build does not contract
 // multiply-adds into FMA.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include "gguf_bytes.hpp"
 #include "parser_checks.hpp"
@@ -37,7 +38,7 @@ using namespace luminal;
 using namespace luminal::io;
 namespace fs = std::filesystem;
 
-const fs::path gguf_data = fs::path(LUMINAL_TEST_DATA_DIR) / "gguf";
+const fs::path gguf_data = luminal_test::data_dir() / "gguf";
 
 const Json& expected_json() {
     static const Json expected = parse_json(read_text_file(gguf_data / "expected.json"), "expected.json");

@@ -9,6 +9,7 @@
 //   skipped, without the file).
 // - Metadata that luminal cannot run is an Error naming the key and value.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include "gguf_bytes.hpp"
 #include "parser_checks.hpp"
@@ -38,7 +39,7 @@ using luminal::io::Json;
 using parser_checks::as_bytes;
 using parser_checks::error_of;
 
-const fs::path gguf_model_data = fs::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
+const fs::path gguf_model_data = luminal_test::data_dir() / "gguf_model";
 
 using parser_checks::read_json;
 
@@ -333,7 +334,7 @@ TEST_CASE("gguf model: a SentencePiece ('llama') vocabulary merges by score, fal
 }
 
 TEST_CASE("gguf model: SentencePiece tokenizers (gemma3, llama2 fixtures) give llama.cpp's ids and text") {
-    const fs::path arch = fs::path(LUMINAL_TEST_DATA_DIR) / "gguf_arch";
+    const fs::path arch = luminal_test::data_dir() / "gguf_arch";
     for (const char* name : {"gemma3", "llama2"}) {
         CAPTURE(name);
         const GgufFile file = GgufFile::open(arch / name / "model.gguf");

@@ -1,6 +1,7 @@
 // config.json parsing against transformers' own reading of the same files
 // (tests/data/configs/*/expected.json, written by tools/gen_config_fixtures.py).
 #include "luminal/io/model_config.hpp"
+#include "../test_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,7 +17,7 @@ using luminal::io::AttentionKind;
 using luminal::io::Json;
 using luminal::io::ModelConfig;
 
-const std::filesystem::path kConfigs = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "configs";
+const std::filesystem::path kConfigs = luminal_test::data_dir() / "configs";
 
 using parser_checks::read_json;
 

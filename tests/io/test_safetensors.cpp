@@ -5,6 +5,7 @@
 // -> tests/data/safetensors/expected.json), byte strings derived by hand, and
 // broken files assembled byte by byte here.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include "parser_checks.hpp"
 
@@ -31,7 +32,7 @@ using namespace luminal;
 using namespace luminal::io;
 namespace fs = std::filesystem;
 
-const fs::path safetensors_data = fs::path(LUMINAL_TEST_DATA_DIR) / "safetensors";
+const fs::path safetensors_data = luminal_test::data_dir() / "safetensors";
 
 Json expected_values() { return parse_json(read_text_file(safetensors_data / "expected.json"), "expected.json"); }
 

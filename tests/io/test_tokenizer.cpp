@@ -5,6 +5,7 @@
 // (tools/gen_tokenizer_fixtures.py). Chat templates are checked on strings
 // written out by hand from the models' Jinja templates.
 #include "luminal/io/chat_template.hpp"
+#include "../test_data.hpp"
 #include "luminal/io/tokenizer.hpp"
 
 #include <doctest/doctest.h>
@@ -21,7 +22,7 @@ using luminal::io::Tokenizer;
 
 namespace {
 
-const std::string tokenizer_data = std::string(LUMINAL_TEST_DATA_DIR) + "/tokenizers/";
+const std::string tokenizer_data = (luminal_test::data_dir() / "tokenizers").string() + "/";
 
 struct Case {
     std::string text;

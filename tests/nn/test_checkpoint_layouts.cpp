@@ -4,6 +4,7 @@
 // whose text model is run and whose vision tensors are left out; and what
 // binding a mapped file hands the runtime.
 #include "model_reference.hpp"
+#include "../test_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -19,7 +20,7 @@
 
 namespace {
 
-const std::filesystem::path kVariants = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "variants";
+const std::filesystem::path kVariants = luminal_test::data_dir() / "variants";
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // (tests/data/variants/gemma4_small, from tools/gen_variant_fixtures.py):
 // per-layer input embeddings and KV sharing with double-wide MLPs.
 #include "model_reference.hpp"
+#include "../test_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +12,7 @@
 
 namespace {
 
-const std::filesystem::path kGemma4Small = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "variants" / "gemma4_small";
+const std::filesystem::path kGemma4Small = luminal_test::data_dir() / "variants" / "gemma4_small";
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 // must also be llama.cpp's (recorded by the generator with llama-cpp-python),
 // for every file llama.cpp loads.
 #include "model_reference.hpp"
+#include "../test_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -18,7 +19,7 @@
 
 namespace {
 
-const std::filesystem::path kGgufArch = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_arch";
+const std::filesystem::path kGgufArch = luminal_test::data_dir() / "gguf_arch";
 
 // check_pretrained, and then the greedy ids against llama.cpp's where the
 // generator recorded them: llama.cpp loads every fixture but qwen3moe.

@@ -4,6 +4,7 @@
 // bf16: 8), and against the same model with an f32 cache (which model_reference.hpp
 // holds to 1e-4 of transformers); the attention's products read the cache as stored.
 #include "model_reference.hpp"
+#include "../test_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,7 +15,7 @@
 
 namespace {
 
-const std::filesystem::path kCacheModels = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models";
+const std::filesystem::path kCacheModels = luminal_test::data_dir() / "models";
 
 // Largest |logit difference| the fixtures allow for a cache of `dtype` (logits of
 // size ~1-10; the keys and values rounded to f16's 2^-11 or bf16's 2^-8 relative

@@ -3,6 +3,7 @@
 // memory available or a MemoryLimit. Expected sizes are derived by hand from
 // the llama fixture's config.json (2 layers, 2 KV heads of 16, 4 heads).
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -12,7 +13,7 @@
 
 namespace {
 
-const std::filesystem::path kMemoryFixture = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models" / "llama";
+const std::filesystem::path kMemoryFixture = luminal_test::data_dir() / "models" / "llama";
 // keys + values of 2 layers x 2 KV heads x 16 dims, f32
 constexpr std::uint64_t kCacheBytesPerToken = 2 * 2 * 2 * 16 * 4;
 

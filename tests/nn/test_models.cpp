@@ -4,6 +4,7 @@
 // reference, the CPU backend, the toy backend), and compared with
 // transformers' logits (model_reference.hpp).
 #include "model_reference.hpp"
+#include "../test_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -25,7 +26,7 @@ using luminal_test::check_against_reference;
 using luminal_test::kLogitTolerance;
 using luminal_test::max_abs_diff;
 
-const std::filesystem::path kModels = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "models";
+const std::filesystem::path kModels = luminal_test::data_dir() / "models";
 
 void check_family(const std::string& name) {
     CAPTURE(name);
@@ -52,7 +53,7 @@ TEST_CASE("gemma4-moe matches transformers: prefill and greedy decode") { check_
 // Q5_1, F16 and F32 tensors, Q/K rows permuted as llama.cpp's converter does),
 // against transformers run on the dequantized weights in Hugging Face layout.
 TEST_CASE("a GGUF Llama matches transformers on its dequantized weights") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
+    const auto dir = luminal_test::data_dir() / "gguf_model";
     CHECK(luminal::nn::PretrainedModel::open(dir / "model.gguf").chat_family() == luminal::io::ChatFamily::SmolLm2);
     luminal_test::check_pretrained(dir / "model.gguf");
 }
@@ -91,7 +92,7 @@ void check_quantized_gguf(const luminal::nn::PretrainedModel& pretrained, const 
 // activations rounded to 8-bit blocks (llama.cpp's way) the difference is
 // reported, and bounded loosely, but greedy ids still agree on this model.
 TEST_CASE("a GGUF Llama with its matrices kept quantized matches transformers") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
+    const auto dir = luminal_test::data_dir() / "gguf_model";
     const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
     luminal::nn::ModelOptions options;
     options.quantized = pretrained.quantized_weights();
@@ -118,7 +119,7 @@ TEST_CASE("a GGUF Llama with its matrices kept quantized matches transformers") 
 // super-blocks kept as they are stored, against transformers on the gguf
 // package's dequantization of the same file.
 TEST_CASE("a Q4_K_M GGUF Llama with its K super-blocks kept quantized matches transformers") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model_q4_k_m";
+    const auto dir = luminal_test::data_dir() / "gguf_model_q4_k_m";
     const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
     luminal::nn::ModelOptions options;
     options.quantized = pretrained.quantized_weights();
@@ -138,7 +139,7 @@ TEST_CASE("a Q4_K_M GGUF Llama with its K super-blocks kept quantized matches tr
 }
 
 TEST_CASE("a Q4_K_M GGUF file cut short is an Error naming the tensor whose blocks are missing") {
-    const auto source = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model_q4_k_m" / "model.gguf";
+    const auto source = luminal_test::data_dir() / "gguf_model_q4_k_m" / "model.gguf";
     const auto path = std::filesystem::temp_directory_path() / "luminal_test_q4_k_m_truncated.gguf";
     std::ifstream in(source, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -151,7 +152,7 @@ TEST_CASE("a Q4_K_M GGUF file cut short is an Error naming the tensor whose bloc
 }
 
 TEST_CASE("a generation model computes the last position's logits only") {
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model";
+    const auto dir = luminal_test::data_dir() / "gguf_model";
     const auto pretrained = luminal::nn::PretrainedModel::open(dir / "model.gguf");
     const auto reference = luminal::io::SafetensorsFile::open(dir / "reference.safetensors");
     const auto prompt64 = luminal::io::to_vector<std::int64_t>(reference.at("prompt_ids"));
@@ -221,7 +222,7 @@ namespace {
 // The GGUF fixture with one tensor name replaced by another of the same length
 // (the file stays valid), loaded into its model: the binding error, or "".
 std::string gguf_binding_error(std::string_view from, std::string_view to) {
-    const auto source = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "gguf_model" / "model.gguf";
+    const auto source = luminal_test::data_dir() / "gguf_model" / "model.gguf";
     std::string bytes = luminal::io::read_text_file(source);
     const auto at = bytes.find(from);
     REQUIRE(at != std::string::npos);

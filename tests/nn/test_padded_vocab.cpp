@@ -5,6 +5,7 @@
 // sampler restricted to decodable ids follows transformers' greedy run with the
 // padded ids suppressed.
 #include "model_reference.hpp"
+#include "../test_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,7 +17,7 @@
 namespace {
 
 const std::filesystem::path kPaddedVocab =
-    std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "variants" / "qwen3_padded_vocab";
+    luminal_test::data_dir() / "variants" / "qwen3_padded_vocab";
 
 std::string stream_text(const luminal::io::Tokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
     luminal::io::StreamingDecoder stream(tokenizer, true);

@@ -5,6 +5,7 @@
 // LongRoPE (short factors up to its pretraining context, long ones past it,
 // switching during the decode). Prefill and 8 greedy decode steps.
 #include "model_reference.hpp"
+#include "../test_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,7 +18,7 @@ namespace {
 
 void check_rope_variant(const std::string& name) {
     CAPTURE(name);
-    const auto dir = std::filesystem::path(LUMINAL_TEST_DATA_DIR) / "variants" / name;
+    const auto dir = luminal_test::data_dir() / "variants" / name;
     const luminal::io::SafetensorsModel weights = luminal::io::SafetensorsModel::open(dir);
     luminal_test::check_against_reference(
         luminal::io::load_model_config(dir), [&](auto& session) { session.load_weights(weights); },

@@ -8,6 +8,7 @@
 // unless a case says otherwise; integer, bool, cast and pure data-movement
 // results are exact. NaN must be NaN and an infinity must be the same infinity.
 #include <doctest/doctest.h>
+#include "../test_data.hpp"
 
 #include <cmath>
 #include <limits>
@@ -41,7 +42,7 @@ constexpr Tol kExact{0, 0};
 constexpr Tol kF16{1e-3, 2e-3};  // about two f16 ulps
 
 const std::map<std::string, FixtureCase>& all_fixtures() {
-    static const auto fixtures = luminal_test::read_fixtures(LUMINAL_TEST_DATA_DIR "/ops/op_fixtures.txt");
+    static const auto fixtures = luminal_test::read_fixtures((luminal_test::data_dir() / "ops" / "op_fixtures.txt").string());
     return fixtures;
 }
 

@@ -3,8 +3,7 @@ each, every outcome (measured, failed or skipped) stored as a row.
 
 Options of a run (Options): a time budget for the whole run (a row that would start after
 it is skipped, and each path's timeout is cut to what is left, so a device call ends with
-its summary); a build marker file (scripts/gpu_check.sh --bench builds our binaries while
-the peers run: before a path of ours the runner waits for the file, and a row measured
+its summary); a build marker file (where our binaries build while the peers run: before a path of ours the runner waits for the file, and a row measured
 while the build still ran says so in its raw fields); a raw log of every path's command
 and output. With `bandwidth_gib`, a copy kernel measures the device's bandwidth first, and
 every row of a model whose weights the suite can size carries the decode floor (bytes one

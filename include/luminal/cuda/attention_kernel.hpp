@@ -23,7 +23,9 @@ namespace luminal::cuda {
 inline constexpr int kRowTile = 4;            // query rows a block's registers hold at once
 inline constexpr std::int64_t kMinKeysPerSplit = 32;
 inline constexpr int kKeyUnroll = 2;          // keys each lane group loads before it computes
-inline constexpr std::size_t kCounterBytes = 256;  // per-head counters at the start of the scratch buffer
+// The scratch buffer starts with one split counter per KV head, in whole
+// 256-byte lines so the partials after them stay aligned.
+inline std::int64_t counter_words(std::int64_t kv_heads) { return (kv_heads + 63) / 64 * 64; }
 
 struct AttentionKernel final : CustomKernel {
     std::vector<DType> inputs;  // q, k, v, bias
@@ -57,7 +59,7 @@ struct AttentionKernel final : CustomKernel {
     // The scratch is sized for the most splits any device takes (the kernel reads the split count off its grid).
     std::size_t scratch_bytes(const DynMap& dims) const override {
         const std::int64_t h = heads.eval(dims), most = splits(dims, 1 << 12);
-        return kCounterBytes + static_cast<std::size_t>(h * most * rows(dims) * (depth + 2)) * sizeof(float);
+        return static_cast<std::size_t>(counter_words(h) + h * most * rows(dims) * (depth + 2)) * sizeof(float);
     }
 
     LaunchWork work(const DynMap& dims, std::span<const SourceInfo> sources, const KernelGeometry& g,

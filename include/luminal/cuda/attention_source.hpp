@@ -57,7 +57,7 @@ inline std::string AttentionKernel::source() const {
                         "  const i64 first = split * per, last = first + per < {3} ? first + per : {3};\n",
                         h, g, s, t);
     code += fmt::format("  int* const counters = reinterpret_cast<int*>(scratch);\n"
-                        "  float* const partials = scratch + {};\n", kCounterBytes / sizeof(float));
+                        "  float* const partials = scratch + ({} + 63) / 64 * 64;  // after counter_words(KV heads)\n", h);
     code += fmt::format("  __shared__ float merged_m[8][{0}], merged_l[8][{0}];\n  __shared__ float merged_o[8][{0}][{1}];\n"
                         "  __shared__ int last_block;\n",
                         kRowTile, d);

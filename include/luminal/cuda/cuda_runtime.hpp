@@ -116,6 +116,17 @@ public:
         return times[times.size() / 2];
     }
 
+    // The next execution enqueues its launches one at a time, each between two
+    // events (no CUDA graph), and launch_times() gives their device times in
+    // launch order: what each kernel costs, beside the plan report's model of it.
+    void time_next_launches() { time_next_launches_ = true; }
+    struct LaunchTime {
+        int node = 0;
+        std::string_view kind;  // kernel, memset, copy or cuBLASLt
+        double seconds = 0;
+    };
+    const std::vector<LaunchTime>& launch_times() const { return launch_times_; }
+
     std::vector<float> get_f32(const GraphTensor& t) const { return get<float>(t); }
     template <typename T>
     std::vector<T> get(const GraphTensor& t) const {
@@ -247,6 +258,8 @@ private:
         std::swap(sync_each_launch_, o.sync_each_launch_);
         std::swap(graph_replays_, o.graph_replays_);
         std::swap(graph_captures_, o.graph_captures_);
+        std::swap(time_next_launches_, o.time_next_launches_);
+        std::swap(launch_times_, o.launch_times_);
         std::swap(host_device_bytes_, o.host_device_bytes_);
         std::swap(raised_shared_, o.raised_shared_);
     }
@@ -588,7 +601,9 @@ private:
         std::int64_t fault_code = 0;
         try {
             if (timed) check_call(api().event_record(start_, stream_), "cuEventRecord");
-            replay_or_enqueue(v, work);
+            if (time_next_launches_) time_each_launch(work);
+            else replay_or_enqueue(v, work);
+            time_next_launches_ = false;
             if (timed) check_call(api().event_record(stop_, stream_), "cuEventRecord");
             check_call(api().memcpy_dtoh_async(step_pinned_.data(), fault_buffer_.ptr(), kFaultCodeBytes, stream_), "cuMemcpyDtoHAsync");
             host_device_bytes_ += kFaultCodeBytes;
@@ -686,6 +701,20 @@ private:
         work.graph = std::move(g);
     }
 
+    void time_each_launch(const Work& work) {
+        static constexpr std::string_view kKinds[] = {"kernel", "memset", "copy", "cuBLASLt"};
+        launch_times_.clear();
+        for (const Launch& l : work.launches) {
+            check_call(api().event_record(start_, stream_), "cuEventRecord");
+            enqueue(l);
+            check_call(api().event_record(stop_, stream_), "cuEventRecord");
+            check_call(api().event_synchronize(stop_), "cuEventSynchronize");
+            float ms = 0;
+            check_call(api().event_elapsed(&ms, start_, stop_), "cuEventElapsedTime");
+            launch_times_.push_back({l.node, kKinds[static_cast<int>(l.kind)], ms * 1e-3});
+        }
+    }
+
     // Reads the whole fault record, clears it for the next execution, and throws.
     void report_fault() {
         std::array<std::int64_t, 4> fault{};
@@ -712,6 +741,8 @@ private:
     DeviceSpec device_;
     CuStream stream_ = nullptr;
     CuEvent start_ = nullptr, stop_ = nullptr;
+    bool time_next_launches_ = false;
+    std::vector<LaunchTime> launch_times_;
     DeviceBuffer dims_buffer_, fault_buffer_, arena_;
     PinnedBuffer step_pinned_;  // the fault code read back, then the dims staged for upload
     DimSlots uploaded_dims_{};

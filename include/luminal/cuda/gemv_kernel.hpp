@@ -13,6 +13,7 @@
 // the activation rows are made by few blocks. With GemvOp::quant the weights
 // are ggml blocks, walked as quant_gemv_kernel.hpp describes.
 #include <algorithm>
+#include <bit>
 #include <memory>
 
 #include "luminal/cuda/custom_kernel.hpp"
@@ -54,7 +55,13 @@ struct GemvKernel final : CustomKernel {
         g.units = blocks;
         g.grid = tokens.eval(dims) == 0 || n == 0 ? 0u : static_cast<unsigned>(std::min<std::int64_t>(blocks, 2 * multiprocessors));
         g.block = kThreadsPerBlock;
-        g.shared_bytes = static_cast<std::size_t>(tile_tokens) * staged_bytes(depth.eval(dims)) +
+        // Rows staged at once: a tile, or every token of a shorter step (a decode step stages one row, and
+        // the blocks resident per SM are not cut by room for rows it never uses). The runtime reuses a
+        // launch for every step of its size bucket (launch_plan.hpp's size_bucket), so it is sized for
+        // the bucket's largest step.
+        const auto bucket_tokens = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(tokens.eval(dims), 1))));
+        const std::int64_t staged_rows = std::min<std::int64_t>(bucket_tokens, tile_tokens);
+        g.shared_bytes = static_cast<std::size_t>(staged_rows) * staged_bytes(depth.eval(dims)) +
                          (quant ? static_cast<std::size_t>(kGemvWarps * kQuantGemvStageBytes) : 0);
         return g;
     }

@@ -77,7 +77,8 @@ inline std::string GemvKernel::source() const {
     for (const ExpressionPrinter& p : row_printers) used.push_back(&p);
 
     std::string code = std::string(kKernelPrelude) + std::string(kGemvPrelude) + (quant ? std::string(kQuantPrelude) : std::string());
-    code += signature(entry(), out, inputs) + " {\n" + dim_declarations(used) + sizes;
+    const std::string declared = signature(entry(), out, inputs);
+    code += block_bound_declaration(declared) + declared + " {\n" + dim_declarations(used) + sizes;
     // Quantized, the warps' chunk stages come first in dynamic shared memory (static shared memory is
     // 48 KiB for all the members of a launch group).
     code += fmt::format("  float* const activation = luminal_dynamic_shared() + {};\n  __shared__ float partial_f[32];\n"
@@ -93,7 +94,8 @@ inline std::string GemvKernel::source() const {
                         "    __syncthreads();\n    for (int t = 0; t < tile; ++t) {{\n    const i64 base = (t0 + t) * {2};\n",
                         s, tile, k);
     code += stages_code;
-    code += fmt::format("    for (i64 r = threadIdx.x; r < {0}; r += blockDim.x) {{\n    const i64 z = base + r;\n{1}"
+    // The activation is staged with several loads in flight per thread (one per trip would be a serial chain).
+    code += fmt::format("    #pragma unroll 4\n    for (i64 r = threadIdx.x; r < {0}; r += blockDim.x) {{\n    const i64 z = base + r;\n{1}"
                         "    activation[(i64)t * {0} + r] = v{2};\n    }}\n    }}\n    __syncthreads();\n",
                         k, activation_code, activation.steps.size() - 1);
     if (q8) code += q8_rounding_source(quant->cols / kQuantBlock);
@@ -114,26 +116,38 @@ inline std::string GemvKernel::source() const {
                                 weight_inputs[j], row_starts[j], tile, j);
         }
         code += "      }\n";
-        code += fmt::format("      for (i64 k0 = (i64)lane * {0}; k0 < {1}; k0 += {2}LL) {{\n", v, k, 32 * v * unroll);
-        code += fmt::format("        uint4 w[{}][{}][{}];\n", m, rows_per_warp, unroll);
-        code += fmt::format("        #pragma unroll\n        for (int u = 0; u < {0}; ++u) {{\n        const i64 k = k0 + (i64)u * {1};\n"
-                            "        #pragma unroll\n        for (int r = 0; r < {2}; ++r) {{\n        const bool live = k < {3} && g * {2} + r < {4};\n",
-                            unroll, 32 * v, rows_per_warp, k, n);
-        for (std::size_t j = 0; j < m; ++j)
-            code += fmt::format("        w[{0}][r][u] = live ? *reinterpret_cast<const uint4*>(row[{0}][r] + k) : uint4{{0u, 0u, 0u, 0u}};\n", j);
-        code += "        }\n        }\n";
-        code += fmt::format("        #pragma unroll\n        for (int u = 0; u < {0}; ++u) {{\n        const i64 k = k0 + (i64)u * {1};\n"
-                            "        if (k >= {2}) break;\n        #pragma unroll\n        for (int t = 0; t < {3}; ++t) {{\n"
-                            "        if (t >= tile) break;\n        const float4* a = reinterpret_cast<const float4*>(activation + (i64)t * {2} + k);\n",
-                            unroll, 32 * v, k, tile);
-        if (v == 8) code += "        const float4 lo = a[0], hi = a[1];\n";
-        else code += "        const float4 lo = a[0];\n";
-        code += fmt::format("        #pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", rows_per_warp);
+        // The trips every lane completes first, with no bounds in them: ptxas then issues all of a lane's
+        // weight loads before the first product waits on one (a bound per load let it wait after the
+        // first). The rows past the last are read as row 0 (wz above) and never written.
+        const int stride = 32 * v * unroll;
+        code += fmt::format("      const i64 whole = {0} / {1}LL * {1}LL;\n", k, stride);
         const std::string dot = weight_type == DType::BF16 ? "luminal_dot_bf16" : weight_type == DType::F16 ? "luminal_dot_f16" : "luminal_dot_f32";
-        for (std::size_t j = 0; j < m; ++j)
-            code += v == 8 ? fmt::format("        acc[{0}][r][t] = {1}(w[{0}][r][u], lo, hi, acc[{0}][r][t]);\n", j, dot)
-                           : fmt::format("        acc[{0}][r][t] = {1}(w[{0}][r][u], lo, acc[{0}][r][t]);\n", j, dot);
-        code += "        }\n        }\n        }\n      }\n";
+        auto walk = [&](bool bounded) {
+            code += bounded ? fmt::format("      for (i64 k0 = whole + (i64)lane * {0}; k0 < {1}; k0 += {2}LL) {{\n", v, k, stride)
+                            : fmt::format("      for (i64 k0 = (i64)lane * {0}; k0 < whole; k0 += {1}LL) {{\n", v, stride);
+            code += fmt::format("        uint4 w[{}][{}][{}];\n", m, rows_per_warp, unroll);
+            code += fmt::format("        #pragma unroll\n        for (int u = 0; u < {0}; ++u) {{\n        const i64 k = k0 + (i64)u * {1};\n"
+                                "        #pragma unroll\n        for (int r = 0; r < {2}; ++r) {{\n",
+                                unroll, 32 * v, rows_per_warp);
+            if (bounded) code += fmt::format("        const bool live = k < {} && g * {} + r < {};\n", k, rows_per_warp, n);
+            for (std::size_t j = 0; j < m; ++j)
+                code += bounded ? fmt::format("        w[{0}][r][u] = live ? *reinterpret_cast<const uint4*>(row[{0}][r] + k) : uint4{{0u, 0u, 0u, 0u}};\n", j)
+                                : fmt::format("        w[{0}][r][u] = *reinterpret_cast<const uint4*>(row[{0}][r] + k);\n", j);
+            code += "        }\n        }\n";
+            code += fmt::format("        #pragma unroll\n        for (int u = 0; u < {0}; ++u) {{\n        const i64 k = k0 + (i64)u * {1};\n", unroll, 32 * v);
+            if (bounded) code += fmt::format("        if (k >= {}) break;\n", k);
+            code += fmt::format("        #pragma unroll\n        for (int t = 0; t < {0}; ++t) {{\n"
+                                "        if (t >= tile) break;\n        const float4* a = reinterpret_cast<const float4*>(activation + (i64)t * {1} + k);\n",
+                                tile, k);
+            code += v == 8 ? "        const float4 lo = a[0], hi = a[1];\n" : "        const float4 lo = a[0];\n";
+            code += fmt::format("        #pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", rows_per_warp);
+            for (std::size_t j = 0; j < m; ++j)
+                code += v == 8 ? fmt::format("        acc[{0}][r][t] = {1}(w[{0}][r][u], lo, hi, acc[{0}][r][t]);\n", j, dot)
+                               : fmt::format("        acc[{0}][r][t] = {1}(w[{0}][r][u], lo, acc[{0}][r][t]);\n", j, dot);
+            code += "        }\n        }\n        }\n      }\n";
+        };
+        walk(false);
+        walk(true);
     }
     code += fmt::format("      #pragma unroll\n      for (int r = 0; r < {}; ++r)\n      #pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n",
                         rows_per_warp, tile);

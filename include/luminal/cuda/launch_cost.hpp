@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
+#include <tuple>
 
 #include "luminal/cuda/device_spec.hpp"
 
@@ -40,6 +42,7 @@ struct LaunchEstimate {
     double seconds = 0;
     double bandwidth = 0;   // DRAM bytes/s the launch moves at (its L2 bytes aside)
     double occupancy = 0;   // resident threads / the device's thread slots
+    std::string_view bound = "launch";  // the term its time is set by: launch, dram, l2 or compute
 };
 
 // Registers a thread needs: the loads in flight held in registers, plus the
@@ -54,11 +57,14 @@ inline LaunchEstimate estimate_launch(const LaunchWork& w, const DeviceSpec& d, 
     if (w.kind == LaunchWork::Kind::Memset || w.kind == LaunchWork::Kind::Copy) {
         e.bandwidth = d.bandwidth;
         e.seconds = launch + w.dram_bytes() / d.bandwidth + (w.l2_read + w.l2_write) / d.l2_bandwidth;
+        e.bound = "dram";
         return e;
     }
     if (w.kind == LaunchWork::Kind::Library) {
         e.bandwidth = d.bandwidth;
-        e.seconds = launch + std::max(w.bytes() / d.bandwidth, w.flops / (w.tensor_cores ? d.tensor_flops : d.flops));
+        const double memory = w.bytes() / d.bandwidth, compute = w.flops / (w.tensor_cores ? d.tensor_flops : d.flops);
+        e.seconds = launch + std::max(memory, compute);
+        e.bound = memory >= compute ? "dram" : "compute";
         return e;
     }
     if (w.grid <= 0) return e;
@@ -84,16 +90,20 @@ inline LaunchEstimate estimate_launch(const LaunchWork& w, const DeviceSpec& d, 
                                        over((w.l2_read + w.l2_rereads) * share, l2_rate) + over(w.l2_write * share, d.l2_bandwidth));
         const double compute = (w.flops / d.flops + w.mma_flops / d.mma_sync_flops) * share /
                                (std::min(blocks, static_cast<double>(d.multiprocessors)) / d.multiprocessors);
-        return std::pair(std::max(memory, compute), dram_rate);
+        const double dram = over(w.dram_read * share, dram_rate) + over(w.dram_write * share, d.bandwidth);
+        const std::string_view bound = compute > memory ? "compute" : dram >= memory ? "dram" : "l2";
+        return std::tuple(std::max(memory, compute), dram_rate, bound);
     };
     const double full_waves = std::floor(units / static_cast<double>(concurrent));
     const double last = units - full_waves * static_cast<double>(concurrent);
-    const auto [full, rate] = wave_seconds(static_cast<double>(concurrent));
+    const auto [full, rate, bound] = wave_seconds(static_cast<double>(concurrent));
     e.bandwidth = rate;
+    e.bound = bound;
     double busy = full_waves * full;
-    if (last > 0) busy += wave_seconds(last).first;
+    if (last > 0) busy += std::get<0>(wave_seconds(last));
     const double latency = w.dram_read > 0 ? d.memory_latency : d.l2_latency;
     e.seconds = launch + latency + busy;
+    if (launch + latency > busy) e.bound = "launch";
     return e;
 }
 

@@ -100,6 +100,7 @@ inline Program schedule_for_groups(const Program& program) {
 inline std::string group_source(const std::vector<std::pair<std::string, std::string_view>>& members) {
     using namespace group_detail;
     std::string preludes = std::string(kKernelPrelude), functions, parameters_text, dispatch;
+    bool bounded = true;  // every member declares 256-thread blocks: so does the group
     for (std::string_view prelude : {kGemvPrelude, kQuantPrelude, kAttentionPrelude, kSamplePrelude})
         if (std::any_of(members.begin(), members.end(), [&](const auto& m) { return m.first.find(prelude) != std::string::npos; }))
             preludes += std::string(prelude);
@@ -108,6 +109,7 @@ inline std::string group_source(const std::vector<std::pair<std::string, std::st
         std::string text = source;
         for (std::string_view prelude : {kKernelPrelude, kGemvPrelude, kQuantPrelude, kAttentionPrelude, kSamplePrelude})
             if (auto at = text.find(prelude); at != std::string::npos) text.erase(at, prelude.size());
+        bounded = source_detail::erase_block_bound(text, entry) && bounded;
         const std::vector<std::string> params = parameters(source, entry);
         replace_all(text, fmt::format("extern \"C\" __global__ void {}(", entry),
                     fmt::format("__device__ __forceinline__ void luminal_member{}(const unsigned luminal_block, const unsigned luminal_grid, ", i));
@@ -123,8 +125,9 @@ inline std::string group_source(const std::vector<std::pair<std::string, std::st
         dispatch += fmt::format("  if (block < grid_{0}) {{ luminal_member{0}(block, grid_{0}, {1}); return; }}\n  block -= grid_{0};\n", i,
                                 fmt::join(args, ", "));
     }
-    return preludes + functions + fmt::format("extern \"C\" __global__ void {}({}) {{\n  unsigned block = blockIdx.x;\n{}}}\n",
-                                              kGroupEntry, parameters_text, dispatch);
+    const std::string declared = fmt::format("extern \"C\" __global__ void {}({})", kGroupEntry, parameters_text);
+    return preludes + functions + (bounded ? source_detail::block_bound_declaration(declared) : std::string()) + declared +
+           fmt::format(" {{\n  unsigned block = blockIdx.x;\n{}}}\n", dispatch);
 }
 
 // The module of every launch group of a plan.

@@ -62,9 +62,12 @@ inline std::vector<SourceInfo> plan_sources_of(const Plan& plan, const std::vect
                                                const DynMap& dims) {
     std::vector<SourceInfo> out;
     for (std::uint32_t s : nodes[id].sources) {
-        const auto role = plan.nodes[s].role;
-        out.push_back({nodes[s].spec.dtype, static_cast<double>(numel_of(nodes[s].spec.shape, dims, s)),
-                       role == PlannedNode::Role::Input || role == PlannedNode::Role::Constant});
+        const PlannedNode& p = plan.nodes[s];
+        // A node written in place into a carried input (a KV cache after this step's row) is that input's
+        // data: earlier steps wrote all but a row of it, so it comes from DRAM as bound data does.
+        const bool bound = p.role == PlannedNode::Role::Input || p.role == PlannedNode::Role::Constant || p.aliases_source ||
+                           p.in_place_input.has_value();
+        out.push_back({nodes[s].spec.dtype, static_cast<double>(numel_of(nodes[s].spec.shape, dims, s)), bound});
     }
     return out;
 }

@@ -3,7 +3,10 @@
 // would enqueue at given dims (kernel, op, grid, block, registers where NVRTC
 // compiled it, unique bytes read and written, flops, modelled time), and the
 // totals against the floor: the bytes a step must read at least (its weights
-// once, the KV cache it attends to), over the stated bandwidth.
+// once, the KV cache it attends to), over the stated bandwidth. Where the SASS
+// can be read (sass_facts.hpp), each kernel is priced by what ptxas produced:
+// its registers, and the bytes its main loop keeps in flight before the first
+// load is waited on; each row shows those facts and which term bounds its time.
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +16,7 @@
 #include "luminal/cuda/launch_groups.hpp"
 #include "luminal/cuda/launch_work.hpp"
 #include "luminal/cuda/nvrtc.hpp"
+#include "luminal/cuda/sass_facts.hpp"
 #include "luminal/io/json.hpp"
 
 namespace luminal::cuda {
@@ -29,6 +33,7 @@ struct PlanReportRow {
     PlannedLaunch launch;
     std::string kernel, op;
     std::optional<int> registers;
+    std::optional<SassFacts> facts;
     LaunchWork work;
     LaunchEstimate estimate;
 };
@@ -38,6 +43,7 @@ struct PlanReport {
     std::int64_t layers = 0;
     double bytes_moved = 0, dram_bytes = 0, floor_bytes = 0, host_device_bytes = 0;
     double modelled_seconds = 0, floor_seconds = 0, bandwidth = 0;
+    bool sass_read = false;  // the kernels' facts come from their SASS (else from their source's layout)
 
     double launches_per_layer() const { return layers > 0 ? static_cast<double>(rows.size()) / static_cast<double>(layers) : 0; }
 
@@ -57,20 +63,27 @@ struct PlanReport {
     }
 
     std::string to_string() const {
-        std::string out = fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>12} {:>10} {:>8} {:>9}\n", "#", "node",
-                                      "kernel", "op", "grid", "block", "regs", "bytes", "flops", "GB/s", "us");
+        std::string out = fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>5} {:>5} {:>9} {:>12} {:>10} {:>8} {:>9} {}\n",
+                                      "#", "node", "kernel", "op", "grid", "block", "regs", "stack", "calls", "in-flight", "bytes",
+                                      "flops", "GB/s", "us", "bound");
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const PlanReportRow& r = rows[i];
-            out += fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>12.0f} {:>10.3g} {:>8.0f} {:>9.2f}\n", i, r.launch.node,
-                               r.kernel, r.op.substr(0, 44), r.launch.grid, r.launch.block,
-                               r.registers ? fmt::format("{}", *r.registers) : std::string("-"), r.work.bytes(), r.work.flops + r.work.mma_flops,
-                               r.estimate.bandwidth * 1e-9, r.estimate.seconds * 1e6);
+            const auto fact = [&](auto value) { return r.facts ? fmt::format("{}", value) : std::string("-"); };
+            out += fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>5} {:>5} {:>9} {:>12.0f} {:>10.3g} {:>8.0f} {:>9.2f} {}\n", i,
+                               r.launch.node, r.kernel, r.op.substr(0, 44), r.launch.grid, r.launch.block,
+                               r.registers ? fmt::format("{}", *r.registers) : std::string("-"), fact(r.facts ? r.facts->stack_bytes : 0),
+                               fact(r.facts ? r.facts->calls : 0), fmt::format("{:.0f}{}", r.work.dram_in_flight, r.facts ? "" : "*"),
+                               r.work.bytes(), r.work.flops + r.work.mma_flops, r.estimate.bandwidth * 1e-9, r.estimate.seconds * 1e6,
+                               r.estimate.bound);
         }
         out += fmt::format("launches: {} per step", rows.size());
         if (layers > 0) out += fmt::format(", {:.1f} per layer ({} layers)", launches_per_layer(), layers);
         out += fmt::format("\nbytes moved: {:.4g} GB ({:.4g} GB from DRAM)", bytes_moved * 1e-9, dram_bytes * 1e-9);
         if (floor_bytes > 0) out += fmt::format(", floor {:.4g} GB: {:.3f}x the floor", floor_bytes * 1e-9, bytes_moved / floor_bytes);
         out += fmt::format("\nhost<->device: {:.0f} bytes per step", host_device_bytes);
+        out += sass_read ? "\nkernels priced by their SASS: registers, stack, call sites, bytes in flight per thread"
+                         : "\nSASS facts unknown (cuobjdump and nvdisasm not found): in-flight bytes marked * are the source "
+                           "layout's, the best case";
         out += fmt::format("\nmodelled step: {:.1f} us", modelled_seconds * 1e6);
         if (floor_seconds > 0)
             out += fmt::format(", floor {:.1f} us at {:.3g} TB/s: {:.3f}x the floor", floor_seconds * 1e6, bandwidth * 1e-12,
@@ -121,7 +134,8 @@ inline PlanReport plan_report(const Program& unscheduled, const DynMap& dims, co
     report.host_device_bytes = options.host_device_bytes;
     report.bandwidth = options.device.bandwidth;
     report.floor_seconds = options.floor_bytes / options.device.bandwidth;
-    std::map<std::pair<std::string, std::string>, std::optional<int>> registers;
+    std::map<std::pair<std::string, std::string>, std::pair<std::optional<int>, std::optional<SassFacts>>> compiled;
+    report.sass_read = options.registers && sass_tools_available();
     for (std::size_t i = 0; i < launches.size(); ++i) {
         const PlannedLaunch& l = launches[i];
         PlanReportRow row;
@@ -149,13 +163,16 @@ inline PlanReport plan_report(const Program& unscheduled, const DynMap& dims, co
             row.kernel = std::string(source->second);
             if (options.registers) {
                 auto key = std::make_pair(source->first, row.kernel);
-                auto it = registers.find(key);
-                if (it == registers.end()) {
+                auto it = compiled.find(key);
+                if (it == compiled.end()) {
                     const auto cubin = Nvrtc::get().compile(source->first, 90, row.op);
-                    it = registers.emplace(std::move(key), cubin_registers(*cubin, source->second)).first;
+                    it = compiled.emplace(std::move(key), std::pair(cubin_registers(*cubin, source->second),
+                                                                    sass_facts(*cubin, source->second))).first;
                 }
-                row.registers = it->second;
+                row.registers = it->second.first;
+                row.facts = it->second.second;
                 if (row.registers) row.work.registers = *row.registers;
+                if (row.facts && row.facts->main_loop_bytes_in_flight > 0) row.work.dram_in_flight = row.facts->main_loop_bytes_in_flight;
             }
         }
         row.estimate = estimate_launch(row.work, options.device, true);

@@ -47,7 +47,9 @@ inline std::string row_stages_source(const std::vector<RowStageKernel>& stages, 
         const std::string init = fold_init(stage.fold, value, stage.dtype), acc_type = value_type(value);
         const std::string warp_fold = "    for (int s = 16; s > 0; s >>= 1) acc = " +
                                       fold_step(stage.fold, value, "acc", "__shfl_xor_sync(0xffffffffu, acc, s)") + ";\n";
-        rows += fmt::format("    {} acc = {};\n    for (i64 r = {}; r < {}; r += {}) {{\n    const i64 i = base + r;\n{}"
+        // Unrolled so each thread issues several loads before the first add waits on one (a row is a
+        // few thousand elements: one load per trip would be a serial chain of round trips).
+        rows += fmt::format("    {} acc = {};\n    #pragma unroll 4\n    for (i64 r = {}; r < {}; r += {}) {{\n    const i64 i = base + r;\n{}"
                             "    acc = {};\n    }}\n",
                             acc_type, init, first, extent, stride, body, fold_step(stage.fold, value, "acc", result));
         rows += warp_fold;
@@ -78,7 +80,7 @@ inline std::string row_kernel_source(const Kernel& k) {
     const std::string first = block ? "(i64)threadIdx.x" : "(i64)lane", stride = block ? "(i64)blockDim.x" : "32LL";
     const std::string& element = printed.print(k.body, "e", "z");
     const DType last = k.body.steps.back().dtype;
-    rows += fmt::format("    for (i64 r = {}; r < {}; r += {}) {{\n    const i64 z = base + r;\n{}    out[z] = {};\n    }}\n", first,
+    rows += fmt::format("    #pragma unroll 4\n    for (i64 r = {}; r < {}; r += {}) {{\n    const i64 z = base + r;\n{}    out[z] = {};\n    }}\n", first,
                         extent, stride, element, narrow(k.out, convert(last, k.out, fmt::format("v{}", k.body.steps.size() - 1))));
     std::string code = signature(kRowEntry, k) + " {\n" + declarations_of(size_exprs, printed) + sizes;
     code += fmt::format("  const i64 rows = {1} > 0 ? {0} / {1} : 0LL;\n", count, extent);

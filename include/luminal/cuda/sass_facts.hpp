@@ -1,0 +1,227 @@
+#pragma once
+// Facts read from a kernel's compiled code, the SASS of the cubin NVRTC made
+// (cuobjdump), for the cost model to price what ptxas produced rather than what
+// the source intends: registers and stack (spills, local arrays) per thread,
+// the instruction count, call sites (64-bit division and remainder are
+// subroutine calls on the GPU), and, for the loop that reads the most global
+// memory per trip, the bytes of global loads a thread has issued before the
+// first instruction that waits on one of them: what Little's law needs.
+//
+// cuobjdump and nvdisasm come with the CUDA toolkit or as PyPI wheels
+// (scripts/setup.sh installs those in build/cuda-tools/bin); they are looked for
+// in $LUMINAL_CUDA_TOOLS, on the PATH, in that folder (for the project's own
+// programs), then in /usr/local/cuda/bin. Without them
+// sass_facts() is nullopt and the plan report says the facts are unknown.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+#include "luminal/core/error.hpp"
+
+namespace luminal::cuda {
+
+struct SassFacts {
+    int registers = 0;
+    int stack_bytes = 0;   // per thread: spills and local arrays
+    int instructions = 0;
+    int calls = 0;         // call sites (64-bit division/remainder, other slow paths)
+    int main_loop_loads = 0;                // global loads per trip of the loop that reads the most bytes
+    double main_loop_bytes_in_flight = 0;   // of those, bytes a thread issues before the first waits
+    int serial_load_loops = 0;              // loops that wait on each global load before issuing the next
+};
+
+namespace sass_detail {
+
+struct Instruction {
+    std::uint32_t address = 0;
+    std::string opcode, operands;
+};
+
+// The registers an operand list names (R12.64 is R12 and R13); RZ names none.
+inline std::set<int> registers_in(std::string_view text) {
+    static const std::regex reg(R"(\bR(\d+)(\.64)?)");
+    std::set<int> out;
+    const std::string s(text);
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), reg); it != std::sregex_iterator(); ++it) {
+        const int r = std::stoi((*it)[1]);
+        out.insert(r);
+        if ((*it)[2].matched) out.insert(r + 1);
+    }
+    return out;
+}
+
+inline int load_bytes(std::string_view opcode) {
+    if (opcode.find(".128") != std::string_view::npos) return 16;
+    if (opcode.find(".64") != std::string_view::npos) return 8;
+    if (opcode.find(".U16") != std::string_view::npos || opcode.find(".S16") != std::string_view::npos) return 2;
+    if (opcode.find(".U8") != std::string_view::npos || opcode.find(".S8") != std::string_view::npos) return 1;
+    return 4;
+}
+
+// Instructions whose every operand is read (no destination register first).
+inline bool reads_every_operand(std::string_view opcode) {
+    for (std::string_view prefix : {"ST", "RED", "BRA", "ISETP", "FSETP", "DSETP", "HSETP", "PLOP", "BAR", "EXIT", "RET"})
+        if (opcode.starts_with(prefix)) return true;
+    return false;
+}
+
+// Bytes of global loads issued in `body` before an instruction reads a register one of them writes.
+inline std::pair<int, double> loads_before_first_use(std::span<const Instruction> body) {
+    std::set<int> pending;
+    int loads = 0;
+    double bytes = 0;
+    for (const Instruction& i : body) {
+        const std::size_t comma = i.operands.find(',');
+        const std::string_view sources =
+            reads_every_operand(i.opcode) || comma == std::string::npos ? std::string_view(i.operands)
+                                                                        : std::string_view(i.operands).substr(comma + 1);
+        for (int r : registers_in(sources))
+            if (pending.contains(r)) return {loads, bytes};
+        if (i.opcode.starts_with("LDG")) {
+            const std::set<int> destination = registers_in(std::string_view(i.operands).substr(0, comma));
+            const int width = load_bytes(i.opcode);
+            for (int r : destination)
+                for (int w = 0; w < std::max(width / 4, 1); ++w) pending.insert(r + w);
+            ++loads;
+            bytes += width;
+        }
+    }
+    return {loads, bytes};
+}
+
+inline SassFacts facts_of(const std::vector<Instruction>& code) {
+    SassFacts f;
+    f.instructions = static_cast<int>(code.size());
+    static const std::regex target(R"(0x([0-9a-f]+))");
+    std::vector<std::pair<std::size_t, std::size_t>> loops;  // [first, last] of each backward branch's body
+    for (std::size_t i = 0; i < code.size(); ++i) {
+        if (code[i].opcode.starts_with("CALL")) ++f.calls;
+        std::smatch m;
+        if (!code[i].opcode.starts_with("BRA") || !std::regex_search(code[i].operands, m, target)) continue;
+        const auto to = static_cast<std::uint32_t>(std::stoul(m[1], nullptr, 16));
+        if (to > code[i].address) continue;
+        for (std::size_t j = 0; j <= i; ++j)
+            if (code[j].address == to) loops.emplace_back(j, i);
+    }
+    double most_bytes = 0;
+    for (auto [first, last] : loops) {
+        const bool inner = std::none_of(loops.begin(), loops.end(), [&](auto other) {
+            return other != std::pair(first, last) && other.first >= first && other.second <= last;
+        });
+        if (!inner) continue;
+        const std::span<const Instruction> body(code.data() + first, last - first + 1);
+        int loads = 0;
+        double bytes_per_trip = 0;
+        for (const Instruction& i : body)
+            if (i.opcode.starts_with("LDG")) ++loads, bytes_per_trip += load_bytes(i.opcode);
+        if (loads == 0) continue;
+        const auto [issued, bytes] = loads_before_first_use(body);
+        if (issued <= 1) ++f.serial_load_loops;
+        if (bytes_per_trip > most_bytes) {
+            most_bytes = bytes_per_trip;
+            f.main_loop_loads = loads;
+            f.main_loop_bytes_in_flight = bytes;
+        }
+    }
+    return f;
+}
+
+// The facts of `entry` from cuobjdump's -res-usage and -sass text of one cubin.
+inline std::optional<SassFacts> parse(const std::string& text, std::string_view entry) {
+    static const std::regex usage(R"(REG:(\d+) STACK:(\d+))");
+    static const std::regex instruction(R"(/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);)");
+    std::optional<SassFacts> facts;
+    std::vector<Instruction> code;
+    bool in_usage = false, in_code = false;
+    int registers = 0, stack = 0;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        if (const auto at = line.find("Function "); at != std::string::npos) {
+            std::string name = line.substr(at + 9);
+            const bool code_header = name.starts_with(": ");
+            if (code_header) name = name.substr(2);
+            while (!name.empty() && (name.back() == ':' || std::isspace(static_cast<unsigned char>(name.back())))) name.pop_back();
+            in_usage = !code_header && name == entry;
+            in_code = code_header && name == entry;
+            continue;
+        }
+        std::smatch m;
+        if (in_usage && std::regex_search(line, m, usage)) {
+            registers = std::stoi(m[1]);
+            stack = std::stoi(m[2]);
+            in_usage = false;
+        } else if (in_code && std::regex_search(line, m, instruction)) {
+            code.push_back({static_cast<std::uint32_t>(std::stoul(m[1], nullptr, 16)), m[2], m[3]});
+        }
+    }
+    if (code.empty()) return facts;
+    facts = facts_of(code);
+    facts->registers = registers;
+    facts->stack_bytes = stack;
+    return facts;
+}
+
+inline std::optional<std::filesystem::path> tool_folder() {
+    std::vector<std::filesystem::path> candidates;
+    if (const char* dir = std::getenv("LUMINAL_CUDA_TOOLS"); dir && *dir) candidates.emplace_back(dir);
+    if (const char* path = std::getenv("PATH")) {
+        std::string_view rest(path);
+        while (!rest.empty()) {
+            const std::size_t colon = rest.find(':');
+            candidates.emplace_back(std::string(rest.substr(0, colon)));
+            rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+        }
+    }
+#ifdef LUMINAL_CUDA_TOOLS_DIR
+    candidates.emplace_back(LUMINAL_CUDA_TOOLS_DIR);
+#endif
+    candidates.emplace_back("/usr/local/cuda/bin");
+    for (const auto& dir : candidates)
+        if (::access((dir / "cuobjdump").c_str(), X_OK) == 0 && ::access((dir / "nvdisasm").c_str(), X_OK) == 0) return dir;
+    return std::nullopt;
+}
+
+}  // namespace sass_detail
+
+// Whether cuobjdump and nvdisasm were found (sass_facts() can read cubins).
+inline bool sass_tools_available() { return sass_detail::tool_folder().has_value(); }
+
+// The facts of kernel `entry` in `cubin`; nullopt without the tools or when the cubin has no such kernel.
+inline std::optional<SassFacts> sass_facts(std::span<const char> cubin, std::string_view entry) {
+    static const std::optional<std::filesystem::path> tools = sass_detail::tool_folder();
+    if (!tools) return std::nullopt;
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    const auto file = std::filesystem::temp_directory_path() / fmt::format("luminal-sass-{}.cubin", ::getpid());
+    {
+        std::ofstream out(file, std::ios::binary);
+        out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+        if (!out) return std::nullopt;
+    }
+    const std::string command = fmt::format("PATH='{0}':\"$PATH\" '{0}/cuobjdump' -res-usage -sass '{1}' 2>&1", tools->string(), file.string());
+    std::string text;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+        std::array<char, 1 << 14> buffer{};
+        for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) text.append(buffer.data(), n);
+        ::pclose(pipe);
+    }
+    std::filesystem::remove(file);
+    return sass_detail::parse(text, entry);
+}
+
+}  // namespace luminal::cuda

@@ -1,0 +1,119 @@
+// What the cost model reads from compiled kernels (cuda/sass_facts.hpp): the
+// facts of small kernels written here, whose SASS shape is known by
+// construction, then the facts the plan report relies on for the decode
+// kernels of the Llama-3.1-8B shape, compiled by NVRTC with the runtime's
+// options. A compiler or source change that breaks them fails here, not on a
+// device. Needs NVRTC (the CUDA toolkit) and cuobjdump/nvdisasm (scripts/setup.sh).
+#include <doctest/doctest.h>
+#include "../test_data.hpp"
+
+#include <algorithm>
+#include <luminal/cuda.hpp>
+#include <luminal/cuda/plan_report.hpp>
+#include <luminal/cuda/sass_facts.hpp>
+#include <luminal/luminal.hpp>
+#include <luminal/nn/step_floor.hpp>
+#include <string>
+
+namespace {
+
+using namespace luminal;
+
+#ifdef LUMINAL_HAS_CUDA_TOOLKIT
+cuda::SassFacts facts_of(const std::string& source, const char* entry) {
+    const auto cubin = cuda::Nvrtc::get().compile(source, 90, entry);
+    const auto facts = cuda::sass_facts(*cubin, entry);
+    REQUIRE_MESSAGE(facts.has_value(), "cuobjdump could not read ", entry);
+    return *facts;
+}
+#endif
+
+}  // namespace
+
+#ifdef LUMINAL_HAS_CUDA_TOOLKIT
+TEST_CASE("SASS facts of kernels whose shape is known: loads in flight, a serial chain, a 64-bit division's call, a stack array") {
+    REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
+    // Four independent 16-byte loads per trip, used only after all are issued: 64 bytes in flight.
+    const cuda::SassFacts four = facts_of(R"(extern "C" __global__ __launch_bounds__(256, 1) void four(const float4* __restrict__ in, float* out, int n);
+extern "C" __global__ void four(const float4* __restrict__ in, float* out, int n) {
+  float acc = 0.0f;
+  #pragma unroll 1
+  for (int i = threadIdx.x; i + 768 < n; i += 1024) {
+    const float4 a = in[i], b = in[i + 256], c = in[i + 512], d = in[i + 768];
+    acc += (a.x + a.y + a.z + a.w) * (b.x + b.y + b.z + b.w) + (c.x + c.y + c.z + c.w) * (d.x + d.y + d.z + d.w);
+  }
+  out[threadIdx.x] = acc;
+})", "four");
+    CHECK(four.main_loop_loads == 4);
+    CHECK(four.main_loop_bytes_in_flight == 64);
+    CHECK(four.serial_load_loops == 0);
+    CHECK(four.calls == 0);
+    CHECK(four.stack_bytes == 0);
+
+    // Each load's address comes from the one before: one load in flight per trip.
+    const cuda::SassFacts chain = facts_of(R"(extern "C" __global__ void chain(const int* __restrict__ next, int* out, int steps) {
+  int at = threadIdx.x;
+  #pragma unroll 1
+  for (int i = 0; i < steps; ++i) at = next[at];
+  out[threadIdx.x] = at;
+})", "chain");
+    CHECK(chain.main_loop_loads == 1);
+    CHECK(chain.main_loop_bytes_in_flight == 4);
+    CHECK(chain.serial_load_loops == 1);
+
+    // A 64-bit division by a value known only at run time is a subroutine call.
+    const cuda::SassFacts divide = facts_of(R"(extern "C" __global__ void divide(const long long* a, long long b, long long* out) {
+  out[threadIdx.x] = a[threadIdx.x] / b;
+})", "divide");
+    CHECK(divide.calls >= 1);
+
+    // An array written and read at indexes known only at run time lives on the stack.
+    const cuda::SassFacts local = facts_of(R"(extern "C" __global__ void local(const int* in, float* out) {
+  float table[64];
+  for (int i = 0; i < 64; ++i) table[i] = 0.0f;
+  for (int i = 0; i < 64; ++i) table[in[i] & 63] += (float)i;
+  out[threadIdx.x] = table[in[threadIdx.x] & 63];
+})", "local");
+    CHECK(local.stack_bytes >= 256);
+    CHECK(local.registers > 0);
+    CHECK(local.instructions > 0);
+}
+
+TEST_CASE("the 8B shape's decode kernels as compiled: every GEMV issues all its weight loads before the first product, none spills") {
+    REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
+    io::ModelConfig config = io::load_model_config(luminal_test::data_dir() / "configs" / "llama31_8b");
+    config.layers.resize(2);  // every layer's kernels are the same: two show the first and the rest
+    nn::ModelOptions options;
+    options.context = 2048;
+    options.weight_dtype = DType::BF16;
+    options.kv_dtype = DType::BF16;
+    options.last_logits_only = true;
+    options.sample_in_graph = true;
+    nn::CausalLm model = nn::build_causal_lm(config, options);
+    CompileOptions compile;
+    compile.verbosity = 0;
+    nn::Session session(model, cuda::HostEmulator{}, compile);
+    const DynMap step{{'s', 1}, {'p', 1024}};
+    cuda::PlanReportOptions report_options;
+    report_options.layers = 2;
+    report_options.floor_bytes = nn::step_floor_bytes(model, 1024, 1);
+    const cuda::PlanReport report = cuda::plan_report(session.report().program.for_dims(step), step, report_options);
+    CAPTURE(report.to_string());
+    CHECK(report.sass_read);
+    int gemvs = 0;
+    for (const cuda::PlanReportRow& row : report.rows) {
+        if (row.kernel == "memset" || row.kernel == "copy" || row.kernel == "cuBLASLt") continue;
+        CAPTURE(row.kernel);
+        CAPTURE(row.op);
+        REQUIRE(row.facts.has_value());
+        const bool gemv = row.op.find("Gemv") != std::string::npos;
+        if (gemv || row.kernel == "luminal_attention") CHECK(row.facts->stack_bytes == 0);
+        if (!gemv) continue;
+        ++gemvs;
+        // Four 16-byte loads per weight row a lane walks (a launch group's GEMVs: its members').
+        CHECK(row.facts->main_loop_bytes_in_flight >= 64);
+        CHECK(row.work.dram_in_flight == row.facts->main_loop_bytes_in_flight);  // what the model prices
+    }
+    CHECK(gemvs >= 2 * 3 + 1);  // q/k/v, o, gate/up and down per layer share launches; the LM head
+}
+#endif
