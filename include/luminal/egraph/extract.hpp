@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "luminal/egraph/cost_model.hpp"
@@ -164,10 +165,78 @@ inline std::vector<double> parent_classes(const EGraph& g) {
     return uses;
 }
 
+// How many chosen edges (and roots) reach each class of an acyclic choice: a
+// class is in the program while its count is positive. Re-picking one class
+// changes the counts of the classes below it only, so the program's summed
+// cost after a re-pick follows from those classes alone (see cost_after).
+class ChoiceReferences {
+public:
+    ChoiceReferences(const EGraph& g, const std::vector<double>& own, const std::vector<ClassId>& roots)
+        : g_(g), own_(own), roots_(roots) {}
+
+    void count(const Choice& choice) {
+        refs_.assign(g_.class_capacity(), 0);
+        for (ClassId root : roots_) refs_[g_.find(root)] += 1;
+        for (ClassId c : reachable_postorder(g_, choice, roots_))
+            for (ClassId k : g_.children(choice[c])) refs_[g_.find(k)] += 1;
+    }
+
+    bool reached(ClassId c) const { return refs_[c] > 0; }
+
+    // The summed cost of `choice` with class c re-picked to node n, given the
+    // summed cost of `choice` itself (c reached, the choice acyclic). Classes
+    // the new node reads that were out of the program come in with everything
+    // they newly reach; classes only the old node kept reachable drop out.
+    // Nullopt where the re-pick reaches a class without a choice (it can only
+    // be rejected). A re-pick that closes a cycle gets a meaningless estimate:
+    // the caller's acyclicity check rejects it.
+    std::optional<double> cost_after(const Choice& choice, double total, ClassId c, ENodeId n) {
+        double added = own_[n] - own_[choice[c]];
+        double dropped = 0;
+        bool unchosen = false;
+        for (ClassId k : g_.children(n)) stack_.push_back(g_.find(k));
+        while (!stack_.empty()) {
+            const ClassId k = stack_.back();
+            stack_.pop_back();
+            log_.push_back({k, refs_[k]});
+            if (refs_[k]++ > 0) continue;
+            if (choice[k] == kNoChoice) {
+                unchosen = true;
+                continue;
+            }
+            added += own_[choice[k]];
+            for (ClassId kk : g_.children(choice[k])) stack_.push_back(g_.find(kk));
+        }
+        for (ClassId k : g_.children(choice[c])) stack_.push_back(g_.find(k));
+        while (!stack_.empty()) {
+            const ClassId k = stack_.back();
+            stack_.pop_back();
+            log_.push_back({k, refs_[k]});
+            if (--refs_[k] > 0) continue;
+            dropped += own_[choice[k]];
+            for (ClassId kk : g_.children(choice[k])) stack_.push_back(g_.find(kk));
+        }
+        for (auto it = log_.rbegin(); it != log_.rend(); ++it) refs_[it->first] = it->second;
+        log_.clear();
+        if (unchosen) return std::nullopt;
+        return total + added - dropped;
+    }
+
+private:
+    const EGraph& g_;
+    const std::vector<double>& own_;
+    const std::vector<ClassId>& roots_;
+    std::vector<std::int64_t> refs_;
+    std::vector<ClassId> stack_;
+    std::vector<std::pair<ClassId, std::int64_t>> log_;
+};
+
 // Re-picks one class at a time (parents first) wherever another of its nodes
 // lowers the program's summed cost and keeps it acyclic, until no pick does:
 // a fused node that replaces a chain of classes wins once the chain's classes
-// drop out of the program.
+// drop out of the program. Each re-pick is first priced from the classes it
+// changes (ChoiceReferences); only one that this estimate shows lowering the
+// cost is checked for cycles and summed over the whole program, which decides.
 inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, const std::vector<ClassId>& roots, Choice best,
                               double best_total) {
     auto total_of = [&](const Choice& c) {
@@ -175,6 +244,12 @@ inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, c
         for (ClassId k : reachable_postorder(g, c, roots)) t += own[c[k]];
         return t;
     };
+    // The decisive comparison below accepts a re-pick saving more than 1e-12
+    // of the total; an estimate (a sum in another order) that saves less than
+    // 1e-13 cannot be one, whatever its rounding.
+    constexpr double kTolerance = 1e-12, kEstimateSlack = 1e-13;
+    ChoiceReferences references(g, own, roots);
+    references.count(best);
     constexpr int kPasses = 4;
     for (int pass = 0; pass < kPasses; ++pass) {
         bool improved = false;
@@ -182,15 +257,18 @@ inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, c
         std::reverse(order.begin(), order.end());
         for (ClassId c : order) {
             for (ENodeId n : g.class_nodes(c)) {
-                if (!g.alive(n) || n == best[c]) continue;
+                if (!g.alive(n) || n == best[c] || !references.reached(c)) continue;
+                const std::optional<double> estimate = references.cost_after(best, best_total, c, n);
+                if (!estimate || *estimate >= best_total * (1 - kTolerance + kEstimateSlack)) continue;
                 Choice trial = best;
                 trial[c] = n;
                 if (!is_acyclic(g, trial, roots)) continue;
                 const double t = total_of(trial);
-                if (t < best_total * (1 - 1e-12)) {
+                if (t < best_total * (1 - kTolerance)) {
                     best = std::move(trial);
                     best_total = t;
                     improved = true;
+                    references.count(best);
                 }
             }
         }
