@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "luminal/egraph/cost_model.hpp"
@@ -82,28 +83,59 @@ inline std::vector<ClassId> reachable_postorder(const EGraph& g, const Choice& c
 
 namespace extract_detail {
 
+// The live e-nodes that read each class, grouped by class.
+class NodeReaders {
+public:
+    explicit NodeReaders(const EGraph& g) : start_(g.class_capacity() + 1, 0) {
+        for (ENodeId n = 0; n < g.total_nodes(); ++n)
+            if (g.alive(n))
+                for (ClassId c : g.children(n)) ++start_[g.find(c) + 1];
+        for (std::size_t c = 1; c < start_.size(); ++c) start_[c] += start_[c - 1];
+        nodes_.resize(start_.back());
+        std::vector<std::size_t> next(start_.begin(), start_.end() - 1);
+        for (ENodeId n = 0; n < g.total_nodes(); ++n)
+            if (g.alive(n))
+                for (ClassId c : g.children(n)) nodes_[next[g.find(c)]++] = n;
+    }
+
+    std::span<const ENodeId> of(ClassId c) const { return {nodes_.data() + start_[c], nodes_.data() + start_[c + 1]}; }
+
+private:
+    std::vector<std::size_t> start_;
+    std::vector<ENodeId> nodes_;
+};
+
 // The cheapest e-node per class by amortised cost: a class used by u parents
 // passes 1/u of its cost to each. Amortised costs can favour a node that
 // leads back to its own class, so the choice is then made top-down, each
 // class taking its cheapest node that does not reach a class whose choice is
 // still open above it: the result is always acyclic.
-inline Choice choose(const EGraph& g, const std::vector<double>& own, const std::vector<double>& uses) {
+//
+// The class costs are found by sweeps over the nodes in id order until one
+// changes nothing; a sweep re-prices only the nodes whose children's costs
+// changed since their last pricing (the others would price the same).
+inline Choice choose(const EGraph& g, const NodeReaders& readers, const std::vector<double>& own, const std::vector<double>& uses) {
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> cost(g.class_capacity(), inf);
     std::vector<double> total(g.total_nodes(), inf);
+    std::vector<std::uint8_t> stale(g.total_nodes(), 0);
+    for (ENodeId n = 0; n < g.total_nodes(); ++n) stale[n] = g.alive(n);
     for (bool changed = true; changed;) {
         changed = false;
         for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-            if (!g.alive(n)) continue;
+            if (!stale[n]) continue;
+            stale[n] = 0;
             double t = own[n];
             for (ClassId c : g.children(n)) {
                 const ClassId child = g.find(c);
                 t += cost[child] / std::max(uses[child], 1.0);
             }
             total[n] = t;
-            if (t < cost[g.class_of(n)]) {
-                cost[g.class_of(n)] = t;
+            const ClassId cls = g.class_of(n);
+            if (t < cost[cls]) {
+                cost[cls] = t;
                 changed = true;
+                for (ENodeId r : readers.of(cls)) stale[r] = 1;
             }
         }
     }
@@ -314,10 +346,11 @@ inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const st
     }
     constexpr int kRefinements = 6;
     std::vector<double> uses = extract_detail::parent_classes(g);
+    const extract_detail::NodeReaders readers(g);
     Choice best;
     double best_total = std::numeric_limits<double>::infinity();
     for (int round = 0; round < kRefinements; ++round) {
-        Choice choice = extract_detail::choose(g, own, uses);
+        Choice choice = extract_detail::choose(g, readers, own, uses);
         const std::vector<ClassId> reached = reachable_postorder(g, choice, roots);
         double total = 0;
         std::vector<double> readers(g.class_capacity(), 0);
