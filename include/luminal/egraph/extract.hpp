@@ -10,11 +10,9 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <span>
 #include <vector>
 
-#include "luminal/egraph/cost_model.hpp"
-#include "luminal/egraph/hlir.hpp"
+#include "luminal/egraph/extraction_graph.hpp"
 
 namespace luminal::egraph {
 
@@ -83,125 +81,6 @@ inline std::vector<ClassId> reachable_postorder(const EGraph& g, const Choice& c
 
 namespace extract_detail {
 
-// The live e-nodes' classes and canonical children, and the live e-nodes that
-// read each class, in flat arrays: extraction walks them many times.
-class NodeLinks {
-public:
-    explicit NodeLinks(const EGraph& g)
-        : node_class_(g.total_nodes(), 0), child_start_(g.total_nodes() + 1, 0), reader_start_(g.class_capacity() + 1, 0) {
-        for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-            if (g.alive(n)) {
-                node_class_[n] = g.class_of(n);
-                for (ClassId c : g.children(n)) {
-                    children_.push_back(g.find(c));
-                    ++reader_start_[children_.back() + 1];
-                }
-            }
-            child_start_[n + 1] = children_.size();
-        }
-        for (std::size_t c = 1; c < reader_start_.size(); ++c) reader_start_[c] += reader_start_[c - 1];
-        readers_.resize(reader_start_.back());
-        std::vector<std::size_t> next(reader_start_.begin(), reader_start_.end() - 1);
-        for (ENodeId n = 0; n < g.total_nodes(); ++n)
-            for (ClassId c : children(n)) readers_[next[c]++] = n;
-        group_classes(g);
-    }
-
-    ClassId class_of(ENodeId n) const { return node_class_[n]; }
-    std::span<const ClassId> children(ENodeId n) const {
-        return {children_.data() + child_start_[n], children_.data() + child_start_[n + 1]};
-    }
-    std::span<const ENodeId> readers(ClassId c) const {
-        return {readers_.data() + reader_start_[c], readers_.data() + reader_start_[c + 1]};
-    }
-
-    // The live nodes grouped by strongly connected classes (each class of a
-    // group reaches every other through some nodes' children), a group after
-    // every group it reads; cyclic(k): whether group k reads itself.
-    std::size_t groups() const { return group_start_.size() - 1; }
-    std::span<const ENodeId> group(std::size_t k) const {
-        return {group_nodes_.data() + group_start_[k], group_nodes_.data() + group_start_[k + 1]};
-    }
-    bool cyclic(std::size_t k) const { return group_cyclic_[k]; }
-    std::size_t group_of(ClassId c) const { return class_group_[c]; }
-
-private:
-    // Tarjan's algorithm over the classes, iteratively: it completes a group
-    // only after every group reachable from it, which is the order wanted.
-    void group_classes(const EGraph& g) {
-        constexpr std::uint32_t unvisited = std::numeric_limits<std::uint32_t>::max();
-        const std::size_t classes = g.class_capacity();
-        std::vector<std::uint32_t> index(classes, unvisited), low(classes, 0);
-        std::vector<std::uint8_t> on_stack(classes, 0);
-        std::vector<ClassId> pending;
-        class_group_.assign(classes, 0);
-        group_start_.assign(1, 0);
-        struct Frame {
-            ClassId cls;
-            std::size_t node = 0, child = 0;  // the next edge: the child-th child of the node-th node
-        };
-        std::vector<Frame> frames;
-        std::uint32_t next_index = 0;
-        auto visit = [&](ClassId c) {
-            index[c] = low[c] = next_index++;
-            pending.push_back(c);
-            on_stack[c] = 1;
-            frames.push_back({c});
-        };
-        for (ClassId root = 0; root < classes; ++root) {
-            if (g.find(root) != root || index[root] != unvisited) continue;
-            visit(root);
-            while (!frames.empty()) {
-                Frame& f = frames.back();
-                const auto nodes = g.class_nodes(f.cls);
-                if (f.node < nodes.size()) {
-                    const auto kids = g.alive(nodes[f.node]) ? children(nodes[f.node]) : std::span<const ClassId>{};
-                    if (f.child == kids.size()) {
-                        ++f.node;
-                        f.child = 0;
-                        continue;
-                    }
-                    const ClassId k = kids[f.child++];
-                    if (index[k] == unvisited) visit(k);
-                    else if (on_stack[k]) low[f.cls] = std::min(low[f.cls], index[k]);
-                    continue;
-                }
-                const ClassId c = f.cls;
-                frames.pop_back();
-                if (!frames.empty()) low[frames.back().cls] = std::min(low[frames.back().cls], low[c]);
-                if (low[c] != index[c]) continue;
-                const std::size_t group = group_start_.size() - 1;
-                const std::size_t first = group_nodes_.size();
-                ClassId member;
-                do {
-                    member = pending.back();
-                    pending.pop_back();
-                    on_stack[member] = 0;
-                    class_group_[member] = group;
-                    for (ENodeId n : g.class_nodes(member))
-                        if (g.alive(n)) group_nodes_.push_back(n);
-                } while (member != c);
-                std::sort(group_nodes_.begin() + static_cast<std::ptrdiff_t>(first), group_nodes_.end());
-                bool reads_itself = false;
-                for (std::size_t i = first; i < group_nodes_.size(); ++i)
-                    for (ClassId k : children(group_nodes_[i])) reads_itself |= class_group_[k] == group;
-                group_start_.push_back(group_nodes_.size());
-                group_cyclic_.push_back(reads_itself);
-            }
-        }
-    }
-
-    std::vector<ClassId> node_class_;
-    std::vector<std::size_t> child_start_;
-    std::vector<ClassId> children_;
-    std::vector<std::size_t> reader_start_;
-    std::vector<ENodeId> readers_;
-    std::vector<std::size_t> class_group_;
-    std::vector<std::size_t> group_start_;
-    std::vector<ENodeId> group_nodes_;
-    std::vector<std::uint8_t> group_cyclic_;
-};
-
 // The cheapest e-node per class by amortised cost: a class used by u parents
 // passes 1/u of its cost to each. Amortised costs can favour a node that
 // leads back to its own class, so the choice is then made top-down, each
@@ -214,7 +93,7 @@ private:
 // shares. So the classes settle a strongly connected group at a time, readers
 // after what they read, and only a cyclic group is swept until it settles
 // (re-pricing just the nodes whose children's costs changed).
-inline Choice choose(const EGraph& g, const NodeLinks& links, const std::vector<double>& own, const std::vector<double>& uses) {
+inline Choice choose(const EGraph& g, const ExtractionGraph& extraction, const std::vector<double>& own, const std::vector<double>& uses) {
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> cost(g.class_capacity(), inf);
     std::vector<double> share(g.class_capacity(), inf);  // cost / max(uses, 1): what each reader is charged
@@ -222,17 +101,17 @@ inline Choice choose(const EGraph& g, const NodeLinks& links, const std::vector<
     std::vector<std::uint8_t> stale(g.total_nodes(), 0);
     auto price = [&](ENodeId n) {
         double t = own[n];
-        for (ClassId child : links.children(n)) t += share[child];
+        for (ClassId child : extraction.children(n)) t += share[child];
         total[n] = t;
-        const ClassId cls = links.class_of(n);
+        const ClassId cls = extraction.class_of(n);
         if (!(t < cost[cls])) return false;
         cost[cls] = t;
         share[cls] = t / std::max(uses[cls], 1.0);
         return true;
     };
-    for (std::size_t k = 0; k < links.groups(); ++k) {
-        const std::span<const ENodeId> nodes = links.group(k);
-        if (!links.cyclic(k)) {
+    for (std::size_t k = 0; k < extraction.groups(); ++k) {
+        const std::span<const ENodeId> nodes = extraction.group(k);
+        if (!extraction.cyclic(k)) {
             for (ENodeId n : nodes) price(n);
             continue;
         }
@@ -244,8 +123,8 @@ inline Choice choose(const EGraph& g, const NodeLinks& links, const std::vector<
                 stale[n] = 0;
                 if (!price(n)) continue;
                 changed = true;
-                for (ENodeId r : links.readers(links.class_of(n)))
-                    if (links.group_of(links.class_of(r)) == k) stale[r] = 1;
+                for (ENodeId r : extraction.readers(extraction.class_of(n)))
+                    if (extraction.group_of(extraction.class_of(r)) == k) stale[r] = 1;
             }
         }
     }
@@ -290,21 +169,6 @@ inline Choice choose(const EGraph& g, const NodeLinks& links, const std::vector<
         }
     }
     return best;
-}
-
-// Parent classes of each class: every class whose e-nodes read it.
-inline std::vector<double> parent_classes(const EGraph& g) {
-    std::vector<double> uses(g.class_capacity(), 0);
-    std::vector<std::uint64_t> edges;
-    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-        if (!g.alive(n)) continue;
-        const std::uint64_t parent = g.class_of(n);
-        for (ClassId c : g.children(n)) edges.push_back(parent << 32 | g.find(c));
-    }
-    std::sort(edges.begin(), edges.end());
-    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-    for (std::uint64_t e : edges) uses[static_cast<ClassId>(e & 0xffffffffu)] += 1;
-    return uses;
 }
 
 // How many chosen edges (and roots) reach each class of an acyclic choice: a
@@ -430,37 +294,14 @@ inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, c
 // looks dear. So the choice is refined: each class's share is recounted from
 // the chosen program's own readers of it, and the program whose summed cost
 // (each chosen node once) is least wins, and is then improved one class at a time.
-inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const std::vector<Workload>& workloads,
-                               const CostModel& model, const std::vector<ClassId>& roots) {
-    std::vector<DType> class_dtype(g.class_capacity(), DType::F32);
-    std::vector<std::uint8_t> class_bound(g.class_capacity(), 0);  // holds an Input or Constant
-    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-        if (!g.alive(n)) continue;
-        const NodeSpec& spec = ctx.spec(g, n);
-        class_dtype[g.class_of(n)] = spec.dtype;
-        if (spec.kind == symbol_of(OpKind::Input) || spec.kind == symbol_of(OpKind::Constant)) class_bound[g.class_of(n)] = 1;
-    }
-    std::vector<double> own(g.total_nodes(), 0);
-    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-        if (!g.alive(n)) continue;
-        std::vector<DType> inputs;
-        std::vector<Shape> shapes;
-        std::vector<std::uint8_t> bound;
-        for (ClassId c : g.children(n)) {
-            inputs.push_back(class_dtype[g.find(c)]);
-            shapes.push_back(ctx.facts(g, c).shape);
-            bound.push_back(class_bound[g.find(c)]);
-        }
-        for (const Workload& w : workloads)
-            own[n] += w.weight * node_seconds(NodeCostQuery{ctx.spec(g, n), inputs, shapes, bound, w.dims}, model);
-    }
+inline Choice extract_min_cost(const EGraph& g, const ExtractionGraph& extraction, const std::vector<double>& own,
+                               const std::vector<ClassId>& roots) {
     constexpr int kRefinements = 6;
-    std::vector<double> uses = extract_detail::parent_classes(g);
-    const extract_detail::NodeLinks links(g);
+    std::vector<double> uses = extraction.parent_classes();
     Choice best;
     double best_total = std::numeric_limits<double>::infinity();
     for (int round = 0; round < kRefinements; ++round) {
-        Choice choice = extract_detail::choose(g, links, own, uses);
+        Choice choice = extract_detail::choose(g, extraction, own, uses);
         const std::vector<ClassId> reached = reachable_postorder(g, choice, roots);
         double total = 0;
         std::vector<double> readers(g.class_capacity(), 0);
@@ -477,6 +318,13 @@ inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const st
         uses = std::move(readers);
     }
     return extract_detail::improve_locally(g, own, roots, std::move(best), best_total);
+}
+
+// The same, pricing the e-graph's nodes at `workloads` under `model`.
+inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const std::vector<Workload>& workloads,
+                               const CostModel& model, const std::vector<ClassId>& roots) {
+    const ExtractionGraph extraction(g, ctx);
+    return extract_min_cost(g, extraction, extraction.prices(workloads, model), roots);
 }
 
 // Lowers an acyclic choice to a program in a deterministic execution order.
