@@ -63,8 +63,20 @@ public:
             if (!axis_fully_valid(i)) return true;
         return false;
     }
-    // True when the view reads the producer's buffer in order with no gaps.
-    bool is_contiguous() const { return *this == ShapeTracker(dims()); }
+    // True when the view reads the producer's buffer in order with no gaps:
+    // when it equals ShapeTracker(dims()), compared axis by axis from the last
+    // so that a view that is not stops before the strides are multiplied out.
+    bool is_contiguous() const {
+        const Expression zero = 0;
+        if (base_ != zero) return false;
+        Expression stride = 1;
+        for (std::size_t i = axes_.size(); i-- > 0;) {
+            const Axis& a = axes_[i];
+            if (a.stride != stride || a.offset != zero || a.valid_lo != zero || a.valid_hi != a.size) return false;
+            if (i > 0) stride = stride * a.size;
+        }
+        return true;
+    }
 
     ShapeTracker permute(const std::vector<std::size_t>& order) const {
         check(order.size() == rank(), "permute", "order has {} axes but the tensor has rank {}", order.size(), rank());
