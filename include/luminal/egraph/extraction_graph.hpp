@@ -1,5 +1,7 @@
 #pragma once
 // The saturated e-graph as extraction reads it (see ExtractionGraph).
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -47,19 +49,25 @@ public:
 
     // Each live node's seconds under `model`, summed over the workloads by
     // weight; the seconds pricing each workload took go to `timings` if given.
+    // A price depends only on the node's spec and its inputs' facts, so it is
+    // found once per group of nodes that share them (a layer's nodes repeat in
+    // every layer).
     std::vector<double> prices(const std::vector<Workload>& workloads, const CostModel& model,
                                std::vector<double>* timings = nullptr) const {
         std::vector<double> own(g_.total_nodes(), 0);
+        std::vector<double> price(priced_by_.size(), 0);
         for (const Workload& w : workloads) {
             const auto start = std::chrono::steady_clock::now();
-            for (ENodeId n = 0; n < g_.total_nodes(); ++n) {
-                if (!g_.alive(n)) continue;
+            for (std::size_t k = 0; k < priced_by_.size(); ++k) {
+                const ENodeId n = priced_by_[k];
                 const std::size_t first = child_start_[n], count = child_start_[n + 1] - first;
                 const NodeCostQuery query{ctx_.spec(g_, n), std::span(input_dtypes_).subspan(first, count),
                                           std::span(input_shapes_).subspan(first, count),
                                           std::span(input_bound_).subspan(first, count), w.dims};
-                own[n] += w.weight * node_seconds(query, model);
+                price[k] = node_seconds(query, model);
             }
+            for (ENodeId n = 0; n < g_.total_nodes(); ++n)
+                if (g_.alive(n)) own[n] += w.weight * price[price_group_[n]];
             if (timings) timings->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         }
         return own;
@@ -115,6 +123,23 @@ private:
             input_dtypes_.push_back(class_dtype[c]);
             input_shapes_.push_back(ctx.facts(g, c).shape);
             input_bound_.push_back(class_bound[c]);
+        }
+        // Nodes priced alike: the same spec (attribute) and, per input, the same
+        // dtype, bound flag and shape (interned expressions compare by identity).
+        absl::flat_hash_map<std::vector<std::uintptr_t>, std::uint32_t> groups;
+        price_group_.assign(g.total_nodes(), 0);
+        std::vector<std::uintptr_t> key;
+        for (ENodeId n = 0; n < g.total_nodes(); ++n) {
+            if (!g.alive(n)) continue;
+            key.assign({g.node(n).attr});
+            for (std::size_t i = child_start_[n]; i < child_start_[n + 1]; ++i) {
+                key.push_back(static_cast<std::uintptr_t>(input_dtypes_[i]) << 8 | input_bound_[i]);
+                key.push_back(input_shapes_[i].size());
+                for (const Expression& e : input_shapes_[i]) key.push_back(reinterpret_cast<std::uintptr_t>(e.node()));
+            }
+            const auto [it, added] = groups.try_emplace(key, static_cast<std::uint32_t>(priced_by_.size()));
+            if (added) priced_by_.push_back(n);
+            price_group_[n] = it->second;
         }
     }
 
@@ -201,6 +226,8 @@ private:
     std::vector<DType> input_dtypes_;
     std::vector<Shape> input_shapes_;
     std::vector<std::uint8_t> input_bound_;
+    std::vector<std::uint32_t> price_group_;  // per live node: its index in priced_by_
+    std::vector<ENodeId> priced_by_;          // per group of nodes priced alike: the node priced for all
 };
 
 }  // namespace luminal::egraph

@@ -204,9 +204,11 @@ public:
     std::string to_string() const;
 
 private:
+    // The shape is printed only when the axis is out of range (check() would format it every time).
     std::size_t checked_axis(std::size_t axis, const char* where) const {
-        check(axis < rank(), where, "axis {} out of range for a view of rank {} (shape {})", axis, rank(),
-              luminal::to_string(dims()));
+        if (axis >= rank())
+            throw Error(where, fmt::format("axis {} out of range for a view of rank {} (shape {})", axis, rank(),
+                                           luminal::to_string(dims())));
         return axis;
     }
 
