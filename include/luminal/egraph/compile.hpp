@@ -49,6 +49,7 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
     auto start = std::chrono::steady_clock::now();
     egraph::SearchResult found = egraph::search(h, runtime, graph, options, verbosity);
     found.program.carried = graph.carried();
+    found.program.guards = graph.guards();
     if constexpr (RunsSpecializations<Runtime>)
         for (const Specialization& special : options.specializations) {
             CompileOptions at = options;
