@@ -22,7 +22,7 @@ TINY_SIZES = {
     "num_heads": 4, "ffn_dim": 64, "moe_intermediate_size": 16, "num_experts": 4, "num_local_experts": 4,
     "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "shared_expert_intermediate_size": 32,
     "kv_lora_rank": 16, "q_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8,
-    "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
+    "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1, "rotary_dim": 4,
 }
 # Token ids must index the small vocabulary.
 TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
@@ -75,6 +75,8 @@ def tiny_model(arch: Architecture) -> tuple[torch.nn.Module, int]:
     try:
         defaults = config_class().to_dict()
         small = {k: v for k, v in {**TINY_SIZES, **TOKEN_IDS}.items() if k in defaults}
+        if "kv_lora_rank" in defaults:  # multi-head latent attention has as many key/value heads as query heads
+            small["num_key_value_heads"] = small.get("num_attention_heads", TINY_SIZES["num_attention_heads"])
         config = config_class(**small)
         torch.manual_seed(0)
         model = getattr(transformers, arch.class_name)(config).eval().float()
@@ -108,6 +110,8 @@ def check_against_eager(model: torch.nn.Module, vocab: int) -> None:
         except Exception as error:  # the tiny model does not run in eager either
             raise NotGeneric(f"eager: {type(error).__name__}: {first_line(error)}") from error
         torch._dynamo.reset()
+        # As a user calls it: the first length compiles static, the second recompiles with
+        # symbolic sizes, which the third reuses.
         compiled = torch.compile(model, backend="luminal")
         for ids, eager in zip(prompts, expected):
             with torch.no_grad():
