@@ -123,7 +123,9 @@ public:
                                 static_cast<std::uint64_t>(value));
         if (a) key = mix(key, a->key);
         if (b) key = mix(key, b->key);
-        if (op == ExprOp::Var) key = mix(mix(key, static_cast<std::uint64_t>(lo)), static_cast<std::uint64_t>(hi));
+        // A declared range changes the key; the default one keeps keys (and so term order) as they were.
+        if (op == ExprOp::Var && (lo != 0 || hi != kPosInf))
+            key = mix(mix(key, static_cast<std::uint64_t>(lo)), static_cast<std::uint64_t>(hi));
         if (op == ExprOp::Num) lo = hi = value;
         else if (op == ExprOp::Index) lo = 0, hi = kPosInf;
         else if (op != ExprOp::Var) std::tie(lo, hi) = bounds_of(op, a, b);
