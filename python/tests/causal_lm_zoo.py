@@ -24,6 +24,7 @@ TINY_SIZES = {
     "kv_lora_rank": 16, "q_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8,
     "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1, "rotary_dim": 4,
 }
+LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers")
 # Token ids must index the small vocabulary.
 TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 PROMPT_LENGTHS = (3, 6, 11)
@@ -70,21 +71,30 @@ def _module_of(class_name: str):
 
 
 def tiny_model(arch: Architecture) -> tuple[torch.nn.Module, int]:
-    """A random-weight f32 model of `arch` in eval mode, and its vocabulary size."""
+    """A random-weight f32 model of `arch` in eval mode, and its vocabulary size. Configs
+    that tie per-layer lists to their default depth (GPT-Neo's attention_types) are built
+    again with that depth, still narrow."""
     config_class = getattr(transformers, CONFIG_MAPPING_NAMES[arch.model_type])
     try:
         defaults = config_class().to_dict()
-        small = {k: v for k, v in {**TINY_SIZES, **TOKEN_IDS}.items() if k in defaults}
-        if "kv_lora_rank" in defaults:  # multi-head latent attention has as many key/value heads as query heads
-            small["num_key_value_heads"] = small.get("num_attention_heads", TINY_SIZES["num_attention_heads"])
-        config = config_class(**small)
-        torch.manual_seed(0)
-        model = getattr(transformers, arch.class_name)(config).eval().float()
-    except Exception as error:  # any construction failure makes the architecture out of scope
-        raise NotGeneric(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from error
+    except Exception as error:
+        raise NotGeneric(f"Config(): {type(error).__name__}: {first_line(error)}") from error
+    small = {k: v for k, v in {**TINY_SIZES, **TOKEN_IDS}.items() if k in defaults}
+    if "kv_lora_rank" in defaults:  # multi-head latent attention has as many key/value heads as query heads
+        small["num_key_value_heads"] = small.get("num_attention_heads", TINY_SIZES["num_attention_heads"])
+    default_depth = {k: v for k, v in small.items() if k not in LAYER_COUNTS}
+    for sizes in (small, default_depth):
+        try:
+            config = config_class(**sizes)
+            torch.manual_seed(0)
+            model = getattr(transformers, arch.class_name)(config).eval().float()
+            break
+        except Exception as error:  # any construction failure makes the architecture out of scope
+            failure = error
+    else:
+        raise NotGeneric(f"{type(failure).__name__}: {first_line(failure)}") from failure
     _randomize_constant_matrices(model)
-    vocab = getattr(model.config, "vocab_size", None) or small.get("vocab_size", 128)
-    return model, vocab
+    return model, model.config.vocab_size
 
 
 def _randomize_constant_matrices(model: torch.nn.Module) -> None:

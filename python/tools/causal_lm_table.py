@@ -22,7 +22,7 @@ import json, sys, torch
 torch.set_float32_matmul_precision("highest")
 sys.path.insert(0, {tests!r})
 import causal_lm_zoo as zoo
-arch = next(a for a in zoo.decoder_only_architectures() if a.model_type == {model_type!r})
+arch = zoo.Architecture({model_type!r}, {class_name!r})
 try:
     model, vocab = zoo.tiny_model(arch)
 except zoo.NotGeneric as error:
@@ -43,8 +43,8 @@ print(json.dumps(outcome))
 """
 
 
-def run_one(model_type: str, timeout: float) -> dict:
-    code = _CHILD.format(tests=str(TESTS), model_type=model_type)
+def run_one(arch, timeout: float) -> dict:
+    code = _CHILD.format(tests=str(TESTS), model_type=arch.model_type, class_name=arch.class_name)
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -67,22 +67,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_types", nargs="*")
     parser.add_argument("--timeout", type=float, default=300)
-    parser.add_argument("--json", type=Path, help="also write every outcome here")
+    parser.add_argument("--no-run", action="store_true", help="only print the table of the outcomes in --json")
+    parser.add_argument("--json", type=Path, help="keep every outcome here, after each architecture; "
+                                                   "architectures already in it are not run again")
     args = parser.parse_args()
     sys.path.insert(0, str(TESTS))
     import causal_lm_zoo as zoo
 
     archs = [a for a in zoo.decoder_only_architectures() if not args.model_types or a.model_type in args.model_types]
-    results = {}
+    results = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
     for arch in archs:
-        results[arch.model_type] = {"class": arch.class_name, **run_one(arch.model_type, args.timeout)}
+        if arch.model_type in results or args.no_run:
+            continue
+        results[arch.model_type] = {"class": arch.class_name, **run_one(arch, args.timeout)}
         print(f"{arch.model_type}: {results[arch.model_type]['outcome']} {results[arch.model_type]['reason']}",
               file=sys.stderr, flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
+    results = {k: v for k, v in results.items() if any(a.model_type == k for a in archs)}
     in_scope = {k: v for k, v in results.items() if v["outcome"] != "not generic"}
     passed = sorted(k for k, v in in_scope.items() if v["outcome"] == "pass")
-    print(f"{len(passed)} of {len(in_scope)} pass ({len(results) - len(in_scope)} more have no generic tiny config)\n")
+    not_run = len(archs) - len(results)
+    print(f"{len(passed)} of {len(in_scope)} pass ({len(results) - len(in_scope)} more have no generic tiny config"
+          + (f"; {not_run} not run" if not_run else "") + ")\n")
     print("| architecture | result |\n|---|---|")
     for name, r in sorted(results.items()):
         result = "pass" if r["outcome"] == "pass" else f"{r['outcome']}: {short_reason(r['reason'])}"
