@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,8 @@ def run_one(arch, timeout: float) -> dict:
         return {"outcome": "timeout", "reason": f"over {timeout:.0f} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
+        if done.returncode < 0:
+            return {"outcome": "crash", "reason": f"killed by {signal.Signals(-done.returncode).name}"}
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"outcome": "crash", "reason": f"exit {done.returncode}: {tail}"}
     return json.loads(lines[-1])
