@@ -60,6 +60,7 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
     report.times.shared_seconds = seconds_since(start);
     egraph::SearchResult found = egraph::search(h, extraction, runtime, graph, options, verbosity);
     found.program.carried = graph.carried();
+    found.program.guards = graph.guards();
     report.times.extractions.push_back(std::move(found.times));
     if constexpr (RunsSpecializations<Runtime>)
         for (const Specialization& special : options.specializations) {

@@ -114,6 +114,15 @@ public:
         return out;
     }
 
+    // Gives `axis` another expression for its size, one that a shape guard checks
+    // equal to the current one at every execution (the elements read do not change).
+    ShapeTracker with_size(std::size_t axis, Expression size) const {
+        checked_axis(axis, "with_size");
+        ShapeTracker out = *this;
+        out.axes_[axis].size = size;
+        return out;
+    }
+
     // Drops a broadcast axis (stride 0, no padding): reading it never moved.
     ShapeTracker remove_broadcast_axis(std::size_t axis) const {
         checked_axis(axis, "remove_broadcast_axis");
