@@ -1,8 +1,9 @@
 // Graph construction and compilation (saturation + extraction, no weights) of
 // full-size model configs: Llama-3.1-8B, Qwen3-4B, Gemma-3-4B (the config.json
 // fixtures in tests/data/configs), or of the config.json folders given. Prints the
-// median of `reps` runs of each, and a `BENCH_RESULT {json}` line per model with
-// every sample (read by scripts/bench.sh).
+// median of `reps` runs of each, with the median of each compile phase
+// (CompileTimes) and the size of the program chosen, and a `BENCH_RESULT {json}`
+// line per model with every sample (read by scripts/bench.sh).
 //
 //   bench_model_build [reps] [config_dir...]
 #include <luminal/luminal.hpp>
@@ -12,6 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <numeric>
+#include <string>
 #include <vector>
 
 namespace {
@@ -31,12 +35,14 @@ int main(int argc, char** argv) {
     std::vector<std::filesystem::path> configs(argv + std::min(argc, 2), argv + argc);
     if (configs.empty())
         for (const char* name : {"llama31_8b", "qwen3_4b", "gemma3_4b_it"}) configs.push_back(fixtures / name);
-    std::printf("%-14s %8s %8s %12s %12s %10s\n", "model", "layers", "nodes", "build ms", "compile ms", "e-nodes");
+    std::printf("%-14s %8s %8s %12s %12s %10s %9s | phases, median ms: %s\n", "model", "layers", "nodes", "build ms",
+                "compile ms", "e-nodes", "program", "e-graph saturate shared costing choice lowering load");
     for (const std::filesystem::path& dir : configs) {
         const std::string name = dir.filename().string();
         const auto config = luminal::io::load_model_config(dir);
         std::vector<double> build_ms, compile_ms;
-        std::size_t nodes = 0, enodes = 0;
+        std::map<std::string, std::vector<double>> phase_ms;
+        std::size_t nodes = 0, enodes = 0, program_nodes = 0;
         for (int r = 0; r < reps; ++r) {
             const auto start = Clock::now();
             luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, {.context = 4096});
@@ -50,14 +56,30 @@ int main(int argc, char** argv) {
             compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - built).count());
             nodes = model.graph->size();
             enodes = report.saturation.nodes;
+            program_nodes = report.program.nodes.size();
+            const luminal::CompileTimes& t = report.times;
+            const luminal::ExtractionTimes& e = t.extractions.front();
+            phase_ms["egraph_build"].push_back(t.build_seconds * 1e3);
+            phase_ms["saturation"].push_back(t.saturation_seconds * 1e3);
+            phase_ms["extraction_graph"].push_back(t.shared_seconds * 1e3);
+            phase_ms["costing"].push_back(std::accumulate(e.costing_seconds.begin(), e.costing_seconds.end(), 0.0) * 1e3);
+            phase_ms["choice"].push_back(e.choice_seconds * 1e3);
+            phase_ms["lowering"].push_back(e.lowering_seconds * 1e3);
+            phase_ms["load"].push_back(t.load_seconds * 1e3);
         }
-        std::printf("%-14s %8lld %8zu %12.1f %12.1f %10zu\n", name.c_str(),
+        std::printf("%-14s %8lld %8zu %12.1f %12.1f %10zu %9zu |", name.c_str(),
                     static_cast<long long>(config.num_hidden_layers), nodes, median(build_ms), median(compile_ms),
-                    enodes);
+                    enodes, program_nodes);
+        luminal::io::Json phases = luminal::io::Json::object();
+        for (const char* phase : {"egraph_build", "saturation", "extraction_graph", "costing", "choice", "lowering", "load"}) {
+            std::printf(" %.1f", median(phase_ms[phase]));
+            phases[phase] = median(phase_ms[phase]);
+        }
+        std::printf("\n");
         const luminal::io::Json result = {
             {"path", "ours-compile"}, {"model", name}, {"device", "cpu"}, {"iters", reps},
             {"compile_ms", median(compile_ms)}, {"compile_ms_samples", compile_ms}, {"build_ms_samples", build_ms},
-            {"graph_nodes", nodes}, {"egraph_nodes", enodes}};
+            {"graph_nodes", nodes}, {"egraph_nodes", enodes}, {"program_nodes", program_nodes}, {"phases_ms", phases}};
         std::printf("BENCH_RESULT %s\n", result.dump().c_str());
     }
 }

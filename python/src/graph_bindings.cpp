@@ -337,6 +337,15 @@ template <typename Fn>
 GraphTensor binary(nb::handle a, nb::handle b) {
     bool ta = nb::isinstance<GraphTensor>(a), tb = nb::isinstance<GraphTensor>(b);
     if (ta && tb) return materialize(luminal::make_binary<Fn>(nb::cast<GraphTensor>(a), nb::cast<GraphTensor>(b)));
+    // A symbolic size next to a tensor is a scalar of the tensor's dtype (bool: i64), as a SymInt is in torch.
+    auto size_scalar = [](const GraphTensor& t, nb::handle e) {
+        const DType dtype = t.dtype() == DType::Bool ? DType::I64 : t.dtype();
+        return luminal::detail::expression_scalar(t.graph(), nb::cast<Expression>(e), dtype);
+    };
+    if (ta && nb::isinstance<Expression>(b))
+        return materialize(luminal::make_binary<Fn>(nb::cast<GraphTensor>(a), size_scalar(nb::cast<GraphTensor>(a), b)));
+    if (tb && nb::isinstance<Expression>(a))
+        return materialize(luminal::make_binary<Fn>(size_scalar(nb::cast<GraphTensor>(b), a), nb::cast<GraphTensor>(b)));
     if (ta) return materialize(luminal::make_binary<Fn>(nb::cast<GraphTensor>(a), scalar_of(b)));
     if (tb) return materialize(luminal::make_binary<Fn>(scalar_of(a), nb::cast<GraphTensor>(b)));
     throw luminal::Error("binary op", "needs at least one tensor operand");
@@ -534,6 +543,15 @@ void bind_expr(nb::module_& m) {
             return a.eval(to_dyn_map({}, dims));
         }, "dims"_a);
     e.def_static("index", &Expression::index, "the element index, for Graph.iota");
+    e.def_static("dim", [](const std::string& name, std::int64_t min, std::optional<std::int64_t> max) {
+        luminal::check(name.size() == 1, "Expr.dim", "a dynamic dimension is named by one letter, got '{}'", name);
+        return Expression::dim(name[0], min, max);
+    }, "name"_a, "min"_a, "max"_a = nb::none(),
+       "a dimension known to lie in [min, max] (max None: unbounded); the simplifier uses the range and every "
+       "execution checks it");
+    e.def_prop_ro("range", [](const Expression& a) {
+        return std::pair(a.lower_bound(), a.bounded_above() ? std::optional(a.upper_bound()) : std::nullopt);
+    }, "(lowest, highest or None) value it can take, from its dimensions' ranges");
     m.def("min_expr", [](nb::handle a, nb::handle b) { return luminal::min(to_expr(a), to_expr(b)); });
     m.def("max_expr", [](nb::handle a, nb::handle b) { return luminal::max(to_expr(a), to_expr(b)); });
 }

@@ -52,6 +52,27 @@ def test_shapes_show_dimensions_as_expressions():
     assert x.shape[1] == 4
 
 
+def test_dimension_ranges_fold_sizes_and_guard_executions():
+    a = luminal.Expr.dim("a", 2, 64)
+    assert a.range == (2, 64)
+    assert luminal._luminal.min_expr(a, 1) == 1  # a >= 2
+    g = luminal.Graph()
+    x = g.tensor([a], name="x")
+    y = g.tensor(["b"], name="y")
+    z = (x + y).output()  # a == b cannot be proven: checked when it runs
+    rt = g.compile("cpu")
+    rt.set_data(x, [1, 2, 3])
+    rt.set_data(y, [10, 20, 30])
+    rt.execute({"a": 3, "b": 3})
+    np.testing.assert_array_equal(rt.get(z), np.array([11, 22, 33], np.float32))
+    with pytest.raises(luminal.Error, match="assumed the sizes a and b equal, but here they are 3 and 4"):
+        rt.execute({"a": 3, "b": 4})
+    rt.set_data(x, [1])
+    rt.set_data(y, [1])
+    with pytest.raises(luminal.Error, match=r"dimension 'a' is 1, outside the range \[2, 64\]"):
+        rt.execute({"a": 1, "b": 1})
+
+
 def test_integer_and_bool_outputs():
     g = luminal.Graph()
     x = g.tensor([2, 5], name="x")

@@ -111,3 +111,63 @@ TEST_CASE("bad dimension names and overflow are errors") {
     CHECK_THROWS_AS(Expression(std::int64_t{1} << 62) * 4, luminal::Error);
     CHECK_THROWS_AS(s / 0, luminal::Error);
 }
+
+TEST_CASE("a dimension's range is part of its identity and gives its bounds") {
+    const Expression a = Expression::dim('a', 1), r = Expression::dim('r', 8, 15);
+    CHECK(a == Expression::dim('a', 1));
+    CHECK_FALSE(a == Expression('a'));
+    CHECK(Expression::dim('s', 0) == s);  // the default range is [0, inf)
+    CHECK(a.lower_bound() == 1);
+    CHECK_FALSE(a.bounded_above());
+    CHECK(r.upper_bound() == 15);
+    CHECK((r * 2 + 1).lower_bound() == 17);
+    CHECK((r * 2 + 1).upper_bound() == 31);
+    CHECK(a.to_string() == "a");
+    CHECK((a + r).dims() == std::vector<char>{'a', 'r'});
+}
+
+TEST_CASE("min, max and comparisons fold with a dimension's range") {
+    const Expression a = Expression::dim('a', 1), b = Expression::dim('b', 2, 64);
+    CHECK(min(a, 1) == Expression(1));
+    CHECK(max(a, 1) == a);
+    CHECK(min(b, 64) == b);
+    CHECK(max(b, 100) == Expression(100));
+    CHECK(lt(0, a) == Expression(1));
+    CHECK(eq(b, 1) == Expression(0));
+    CHECK(lt(b, 65) == Expression(1));
+    // Without the range nothing is known: s may be 0.
+    CHECK(min(s, 1).op() == luminal::ExprOp::Min);
+}
+
+TEST_CASE("floor division and modulo fold when the range gives one quotient") {
+    const Expression r = Expression::dim('r', 8, 15), t = Expression::dim('t', 20, 23);
+    CHECK(r / 8 == Expression(1));  // 8 // 8 .. 15 // 8 are all 1
+    CHECK(r % 8 == r - 8);          // so r % 8 is r - 8
+    CHECK(t / 4 == Expression(5));  // 20 // 4 .. 23 // 4
+    CHECK(t % 4 == t - 20);
+    // -23 // 6 == -20 // 6 == -4 (floor), so -t % 6 == -t + 24: 1 at t = 23, 4 at t = 20.
+    CHECK(-t / 6 == Expression(-4));
+    CHECK(-t % 6 == 24 - t);
+    CHECK((r + 1) / 16 != Expression(0));  // 9 // 16 == 0 but 16 // 16 == 1: not one quotient
+}
+
+TEST_CASE("HF mask sizes prove equal to their dimension once it is at least 1") {
+    // The padding-mask code of transformers' decoders builds this size for a prompt of length a.
+    auto mask_size = [](Expression a) {
+        Expression m = min(min(a, 1), a);
+        return (a + m) + min(a + m, 1) * -1;
+    };
+    const Expression a = Expression::dim('a', 1);
+    CHECK(mask_size(a) == a);
+    CHECK(mask_size(Expression::dim('a', 2, 4096)) == Expression::dim('a', 2, 4096));
+    // Over [0, inf) it is still equal to a (0 at a = 0) but the simplifier cannot see it.
+    const Expression unbounded = 'a';
+    CHECK_FALSE(mask_size(unbounded) == unbounded);
+    for (std::int64_t v : {0, 1, 2, 7}) CHECK(mask_size(unbounded).eval(DynMap{{'a', v}}) == v);
+}
+
+TEST_CASE("a dimension's range must be a non-empty part of [0, 2^62)") {
+    CHECK_THROWS_AS(Expression::dim('a', -1), luminal::Error);
+    CHECK_THROWS_AS(Expression::dim('a', 5, 4), luminal::Error);
+    CHECK_THROWS_AS(Expression::dim('1', 1), luminal::Error);
+}

@@ -168,3 +168,76 @@ TEST_CASE("search: a rejected candidate is skipped, a fatal device error stops t
     SearchGraph fatal;
     CHECK_THROWS_AS(compile_with_report(fatal.g, FailingDevice<true>{}, searching(10)), FatalError);
 }
+
+TEST_CASE("extraction's class groups and re-pick prices agree with direct walks of the e-graph") {
+    // A norm, a GEMM and a gated activation: fusion, GEMM rules and commuted
+    // operands give classes with several e-nodes; x * 1 joins x's class, a cycle.
+    Graph g;
+    auto x = g.tensor({4, 16}), w = g.tensor({16, 8}), v = g.tensor({16, 8});
+    auto h0 = (x * 1.0) * (x * x).mean(1).expand_dim(1, 16).sqrt().recip();
+    (h0.matmul(w).exp() * h0.matmul(v) + 1.0).output();
+    egraph::HlirEGraph h;
+    egraph::build_egraph(g, h);
+    egraph::saturate(h.graph, h.ctx, egraph::CpuRules{});
+    const egraph::EGraph& eg = h.graph;
+    const egraph::ExtractionGraph extraction(eg, h.ctx);
+
+    // Reachability between classes through any live e-node's children, walked directly.
+    auto reaches = [&](egraph::ClassId from, egraph::ClassId to) {
+        std::vector<std::uint8_t> seen(eg.class_capacity(), 0);
+        std::vector<egraph::ClassId> stack{from};
+        while (!stack.empty()) {
+            const egraph::ClassId c = stack.back();
+            stack.pop_back();
+            for (egraph::ENodeId n : eg.class_nodes(c)) {
+                if (!eg.alive(n)) continue;
+                for (egraph::ClassId k : eg.children(n)) {
+                    k = eg.find(k);
+                    if (k == to) return true;
+                    if (!seen[k]) seen[k] = 1, stack.push_back(k);
+                }
+            }
+        }
+        return false;
+    };
+    bool some_group_cyclic = false;
+    for (egraph::ClassId a = 0; a < eg.class_capacity(); ++a) {
+        if (eg.find(a) != a || eg.class_nodes(a).empty()) continue;
+        CHECK(extraction.cyclic(extraction.group_of(a)) == reaches(a, a));
+        some_group_cyclic |= extraction.cyclic(extraction.group_of(a));
+        for (egraph::ENodeId n : eg.class_nodes(a))
+            if (eg.alive(n))
+                for (egraph::ClassId k : eg.children(n)) {
+                    k = eg.find(k);
+                    CHECK(extraction.group_of(k) <= extraction.group_of(a));  // what a group reads settles first
+                    CHECK((extraction.group_of(k) == extraction.group_of(a)) == (reaches(k, a) && reaches(a, k)));
+                }
+    }
+    CHECK(some_group_cyclic);
+
+    // Each single re-pick of the cheapest program, priced from the classes it
+    // changes, against the program's cost summed over a fresh walk of it.
+    const std::vector<double> prices = extraction.prices(costing_workloads({}, {}), CostModel{});
+    const egraph::Choice best = egraph::extract_min_cost(eg, extraction, prices, h.roots);
+    auto total_of = [&](const egraph::Choice& choice) {
+        double t = 0;
+        for (egraph::ClassId c : egraph::reachable_postorder(eg, choice, h.roots)) t += prices[choice[c]];
+        return t;
+    };
+    const double best_total = total_of(best);
+    egraph::extract_detail::ChoiceReferences references(eg, prices, h.roots);
+    references.count(best);
+    std::size_t repicks = 0;
+    for (egraph::ClassId c : egraph::reachable_postorder(eg, best, h.roots))
+        for (egraph::ENodeId n : eg.class_nodes(c)) {
+            if (!eg.alive(n) || n == best[c]) continue;
+            egraph::Choice trial = best;
+            trial[c] = n;
+            if (!egraph::is_acyclic(eg, trial, h.roots)) continue;
+            const std::optional<double> estimate = references.cost_after(best, best_total, c, n);
+            REQUIRE(estimate);
+            CHECK(*estimate == doctest::Approx(total_of(trial)).epsilon(1e-12));
+            ++repicks;
+        }
+    CHECK(repicks > 10);
+}

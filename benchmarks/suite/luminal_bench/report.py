@@ -285,11 +285,31 @@ def _verdict(ratio: float, bound: float) -> str:
     return f"bound {bound:g}×: {'within' if ratio <= bound else 'OVER'}"
 
 
+def _compile_checks(compiled: list[dict]) -> list[str]:
+    """A compile-only model's `compile_ms` bound: our compile time's median and spread
+    against it, and the median of each compile phase where the benchmark reports them."""
+    lines = ["  checks:"]
+    for r in compiled:
+        low, high = stats.spread(r["compile_ms_samples"])
+        bound = r["raw"]["bounds"].get("compile_ms")
+        verdict = f" (bound {bound:g} ms: {'within' if r['compile_ms'] <= bound else 'OVER'})" if bound else ""
+        lines.append(f"    compile {PATHS[r['path']].label}: median {r['compile_ms']:,.1f} ms, min-max {low:,.1f}-"
+                     f"{high:,.1f} ms over {len(r['compile_ms_samples'])} compiles{verdict}")
+        phases = r["raw"].get("phases_ms")
+        if phases:
+            lines.append("      phases (medians, ms): " + ", ".join(f"{k} {v:,.1f}" for k, v in phases.items()))
+    return lines
+
+
 def _checks(group: list[dict]) -> list[str]:
     """The lines of a model's `bounds` (config.BOUNDS) under its table: each path's TTFT
     spread (per round where it ran in rounds), our TTFT over each peer's, each path's peak
-    RSS over its weight files + KV cache, and whether the first greedy token agrees."""
+    RSS over its weight files + KV cache, and whether the first greedy token agrees; for a
+    compile-only model, our compile time against its bound (_compile_checks)."""
     measured = [r for r in group if r["status"] == "ok" and r["raw"].get("bounds")]
+    compiled = [r for r in measured if r["path"] in COMPILE_ONLY]
+    if compiled:
+        return _compile_checks(compiled)
     ours = next((r for r in measured if PATHS[r["path"]].ours), None)
     if ours is None:
         return []

@@ -316,9 +316,9 @@ def _run_one(config: Config, progress: Progress, model: Model, model_file: Path 
         if base.status == "ok":
             base.raw.update(floor)
             bounds = model.options.get("bounds", {})
-            if bounds and not compile_only:
+            if bounds:
                 base.raw["bounds"] = bounds
-                if "rss_over_file_and_kv" in bounds:
+                if "rss_over_file_and_kv" in bounds and not compile_only:
                     context = context_tokens(setting.prompt_tokens, setting.decode_tokens)
                     base.raw.update(memory_fields(model_file, context, base.raw.get("kv_dtype")))
             if building:

@@ -37,6 +37,8 @@ class ConfigTest(unittest.TestCase):
         model = {"key": "m", "source": "file", "path": "x", "paths": ["ours-cpu"]}
         parsed = config.parse("t", minimal(models=[{**model, "bounds": {"ttft_over_peer": 2}}]))
         self.assertEqual(parsed.models[0].options["bounds"], {"ttft_over_peer": 2})
+        parsed = config.parse("t", minimal(models=[{**model, "bounds": {"compile_ms": 100}}]))
+        self.assertEqual(parsed.models[0].options["bounds"], {"compile_ms": 100})
         for bounds in ({"ttft_over_torch": 2}, {"ttft_over_peer": 0}, {"rss_over_file_and_kv": "1.3"}, [1.3]):
             with self.subTest(bounds=bounds), self.assertRaises(config.ConfigError):
                 config.parse("t", minimal(models=[{**model, "bounds": bounds}]))

@@ -92,6 +92,20 @@ class StoreReportTest(unittest.TestCase):
         self.assertRegex(text, r"peak RSS PyTorch eager: 100 MiB .* = 0\.098×\n")  # no bound on a peer
         self.assertIn("first greedy token: ours 7, PyTorch eager 7: agree", text)
 
+    def test_a_compile_time_bound_prints_its_check_and_phases(self):
+        run = self.store.begin_run("default", GIT, MACHINE)
+        for key, samples in (("fast", [60.0, 70.0, 65.0]), ("slow", [250.0, 240.0, 260.0])):
+            self.store.add_result(run, Result(model=key, model_title=key, path="ours-compile", setting="compile only",
+                                              status="ok", compile_ms=sorted(samples)[1], compile_ms_samples=samples,
+                                              raw={"bounds": {"compile_ms": 100},
+                                                   "phases_ms": {"saturation": 40.0, "choice": 5.5}}))
+        text = report.summary(self.store, run)
+        self.assertIn("compile luminal compile: median 65.0 ms, min-max 60.0-70.0 ms over 3 compiles "
+                      "(bound 100 ms: within)", text)
+        self.assertIn("compile luminal compile: median 250.0 ms, min-max 240.0-260.0 ms over 3 compiles "
+                      "(bound 100 ms: OVER)", text)
+        self.assertIn("phases (medians, ms): saturation 40.0, choice 5.5", text)
+
     def test_empty_database_says_what_to_do(self):
         self.assertIn("scripts/bench.sh", report.render(self.store))
 

@@ -93,6 +93,7 @@ public:
         if (binding == InputBinding::Keep)
             for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
                 if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(inputs_[*old]);
+        guards_ = program.guards;
         nodes_ = program.nodes;
         carried_ = carried_indices(program);
         const std::size_t count = nodes_.size();
@@ -162,6 +163,7 @@ public:
     }
 
     void execute(const DynMap& dims) {
+        guards_.check_against(dims);
         pool_.reset();
         std::fill(block_.begin(), block_.end(), kNoBlock);
         std::fill(computed_.begin(), computed_.end(), false);
@@ -600,6 +602,7 @@ private:
     cpu::AttentionScratch attention_scratch_;
     std::unordered_map<OpSymbol, UserKernel> user_ops_;
     cpu::quant::Isa isa_;
+    ShapeGuards guards_;
     cpu::OwnedThreadPool threads_;
 };
 

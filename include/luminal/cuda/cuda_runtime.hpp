@@ -85,6 +85,7 @@ public:
     void load(const Program& program, InputBinding binding = InputBinding::Drop) {
         driver_->check_usable();
         check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+        guards_ = program.guards;
         variants_.clear();
         for (const Program& s : program.specializations) add_variant(s);
         add_variant(program);
@@ -105,7 +106,10 @@ public:
         bind_input(t.id(), spec, bytes, byte_input_count(spec, bytes.size(), t.id()));
     }
 
-    void execute(const DynMap& dims) { run(dims, false); }
+    void execute(const DynMap& dims) {
+        guards_.check_against(dims);
+        run(dims, false);
+    }
 
     // Median device time of `reps` executions (CUDA events around each), after a warm-up.
     double time_execution(const DynMap& dims, std::size_t reps) {
@@ -739,6 +743,7 @@ private:
 
     Driver* driver_ = nullptr;
     DeviceSpec device_;
+    ShapeGuards guards_;
     CuStream stream_ = nullptr;
     CuEvent start_ = nullptr, stop_ = nullptr;
     bool time_next_launches_ = false;

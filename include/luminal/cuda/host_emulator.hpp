@@ -49,6 +49,7 @@ public:
 
     void load(const Program& program, InputBinding binding = InputBinding::Drop) {
         std::map<NodeId, HostBuffer> kept;
+        guards_ = program.guards;
         variants_.clear();
         for (const Program& s : program.specializations) add_variant(s);
         add_variant(program);
@@ -74,6 +75,7 @@ public:
     }
 
     void execute(const DynMap& dims) {
+        guards_.check_against(dims);
         Variant& v = variant_for(dims);
         for (std::uint32_t id = 0; id < v.nodes.size(); ++id) {
             const NodeSpec& node = v.nodes[id].spec;
@@ -238,6 +240,7 @@ private:
     }
 
     DeviceSpec device_{};
+    ShapeGuards guards_;
     std::vector<Variant> variants_;  // the specializations, then the main program
     std::map<NodeId, HostBuffer> inputs_;  // by HLIR id, shared by the variants
     const Variant* last_ = nullptr;  // the variant the last execution ran

@@ -2,6 +2,8 @@
 // Graph::compile: HLIR -> e-graph -> saturation (the runtime's Rules) ->
 // search -> program -> runtime.load. Diagnostics on request (CompileOptions,
 // LUMINAL_VERBOSE, LUMINAL_DUMP).
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,12 +27,13 @@ inline void write_file(const std::filesystem::path& path, const std::string& tex
 template <typename Runtime>
 concept RunsSpecializations = requires { requires Runtime::runs_specializations; };
 
-// What a compilation did: the saturation report, the search, the program.
+// What a compilation did: the saturation report, the search, each phase's time, the program.
 struct CompileReport {
     egraph::RunReport saturation;
     std::size_t candidates = 0;   // programs profiled (0: the cost model decided alone)
     double best_seconds = 0;      // the fastest profiled execution
     double search_seconds = 0;    // wall time of extraction and search
+    CompileTimes times;
     Program program;
 };
 
@@ -42,26 +45,37 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
     std::string dump = options.dump_dir;
     if (const char* d = std::getenv("LUMINAL_DUMP"); d && dump.empty()) dump = d;
 
+    using Clock = std::chrono::steady_clock;
+    auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    CompileReport report;
+    auto phase = Clock::now();
     egraph::HlirEGraph h;
     egraph::build_egraph(graph, h);
-    CompileReport report;
+    report.times.build_seconds = seconds_since(phase);
+    phase = Clock::now();
     report.saturation = egraph::saturate(h.graph, h.ctx, typename Runtime::Rules{}, options.saturation);
-    auto start = std::chrono::steady_clock::now();
-    egraph::SearchResult found = egraph::search(h, runtime, graph, options, verbosity);
+    report.times.saturation_seconds = seconds_since(phase);
+    auto start = Clock::now();
+    const egraph::ExtractionGraph extraction(h.graph, h.ctx);
+    report.times.shared_seconds = seconds_since(start);
+    egraph::SearchResult found = egraph::search(h, extraction, runtime, graph, options, verbosity);
     found.program.carried = graph.carried();
+    found.program.guards = graph.guards();
+    report.times.extractions.push_back(std::move(found.times));
     if constexpr (RunsSpecializations<Runtime>)
         for (const Specialization& special : options.specializations) {
             CompileOptions at = options;
             at.workloads = special.workloads;
             for (Workload& w : at.workloads)
                 for (auto [c, v] : special.fixed.entries()) w.dims.set(c, v);
-            egraph::SearchResult specialized = egraph::search(h, runtime, graph, at, verbosity);
+            egraph::SearchResult specialized = egraph::search(h, extraction, runtime, graph, at, verbosity);
             specialized.program.carried = graph.carried();
             specialized.program.fixed_dims = special.fixed;
             found.program.specializations.push_back(std::move(specialized.program));
             found.candidates += specialized.candidates;
+            report.times.extractions.push_back(std::move(specialized.times));
         }
-    report.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.search_seconds = seconds_since(start);
     report.candidates = found.candidates;
     report.best_seconds = found.best_seconds;
     if (verbosity >= 2) std::fputs(report.saturation.to_string().c_str(), stderr);
@@ -72,7 +86,10 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
         detail::write_file(std::filesystem::path(dump) / "program.txt", found.program.to_string());
         detail::write_file(std::filesystem::path(dump) / "program.dot", egraph::to_dot(found.program));
     }
+    phase = Clock::now();
     runtime.load(found.program);  // a fresh load: no dummy data from profiling stays bound
+    report.times.load_seconds = seconds_since(phase);
+    if (verbosity >= 2 || (verbosity >= 1 && isatty(STDERR_FILENO))) std::fprintf(stderr, "%s\n", report.times.to_string().c_str());
     report.program = std::move(found.program);
     return {std::move(runtime), std::move(report)};
 }

@@ -21,7 +21,8 @@ struct CompileOptions {
     std::size_t search_candidates = 1;  // programs to profile; 1 = the cost model's choice only
     double search_seconds = 0;          // wall-time budget for profiling; 0 = none
     std::uint64_t seed = 0;             // the same seed gives the same program
-    // 0 quiet; 1 progress line on an interactive stderr; 2 also print the saturation report.
+    // 0 quiet; 1 search progress and each phase's time (CompileTimes) on an
+    // interactive stderr; 2 the phase times on any stderr, and the saturation report.
     // LUMINAL_VERBOSE=<n> in the environment overrides it.
     int verbosity = 1;
     // When set (or LUMINAL_DUMP=<dir>), compile writes report.txt, egraph.dot,

@@ -9,10 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
-#include "luminal/egraph/cost_model.hpp"
-#include "luminal/egraph/hlir.hpp"
+#include "luminal/egraph/extraction_graph.hpp"
 
 namespace luminal::egraph {
 
@@ -86,23 +86,45 @@ namespace extract_detail {
 // leads back to its own class, so the choice is then made top-down, each
 // class taking its cheapest node that does not reach a class whose choice is
 // still open above it: the result is always acyclic.
-inline Choice choose(const EGraph& g, const std::vector<double>& own, const std::vector<double>& uses) {
+//
+// A class's cost is lowered to a node's price (its own cost plus its
+// children's shares) until no node lowers it: the greatest such fixed point,
+// which any order of lowering reaches, as every step is monotone in the
+// shares. So the classes settle a strongly connected group at a time, readers
+// after what they read, and only a cyclic group is swept until it settles
+// (re-pricing just the nodes whose children's costs changed).
+inline Choice choose(const EGraph& g, const ExtractionGraph& extraction, const std::vector<double>& own, const std::vector<double>& uses) {
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> cost(g.class_capacity(), inf);
+    std::vector<double> share(g.class_capacity(), inf);  // cost / max(uses, 1): what each reader is charged
     std::vector<double> total(g.total_nodes(), inf);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-            if (!g.alive(n)) continue;
-            double t = own[n];
-            for (ClassId c : g.children(n)) {
-                const ClassId child = g.find(c);
-                t += cost[child] / std::max(uses[child], 1.0);
-            }
-            total[n] = t;
-            if (t < cost[g.class_of(n)]) {
-                cost[g.class_of(n)] = t;
+    std::vector<std::uint8_t> stale(g.total_nodes(), 0);
+    auto price = [&](ENodeId n) {
+        double t = own[n];
+        for (ClassId child : extraction.children(n)) t += share[child];
+        total[n] = t;
+        const ClassId cls = extraction.class_of(n);
+        if (!(t < cost[cls])) return false;
+        cost[cls] = t;
+        share[cls] = t / std::max(uses[cls], 1.0);
+        return true;
+    };
+    for (std::size_t k = 0; k < extraction.groups(); ++k) {
+        const std::span<const ENodeId> nodes = extraction.group(k);
+        if (!extraction.cyclic(k)) {
+            for (ENodeId n : nodes) price(n);
+            continue;
+        }
+        for (ENodeId n : nodes) stale[n] = 1;
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (ENodeId n : nodes) {
+                if (!stale[n]) continue;
+                stale[n] = 0;
+                if (!price(n)) continue;
                 changed = true;
+                for (ENodeId r : extraction.readers(extraction.class_of(n)))
+                    if (extraction.group_of(extraction.class_of(r)) == k) stale[r] = 1;
             }
         }
     }
@@ -149,25 +171,78 @@ inline Choice choose(const EGraph& g, const std::vector<double>& own, const std:
     return best;
 }
 
-// Parent classes of each class: every class whose e-nodes read it.
-inline std::vector<double> parent_classes(const EGraph& g) {
-    std::vector<double> uses(g.class_capacity(), 0);
-    std::vector<std::uint64_t> edges;
-    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-        if (!g.alive(n)) continue;
-        const std::uint64_t parent = g.class_of(n);
-        for (ClassId c : g.children(n)) edges.push_back(parent << 32 | g.find(c));
+// How many chosen edges (and roots) reach each class of an acyclic choice: a
+// class is in the program while its count is positive. Re-picking one class
+// changes the counts of the classes below it only, so the program's summed
+// cost after a re-pick follows from those classes alone (see cost_after).
+class ChoiceReferences {
+public:
+    ChoiceReferences(const EGraph& g, const std::vector<double>& own, const std::vector<ClassId>& roots)
+        : g_(g), own_(own), roots_(roots) {}
+
+    void count(const Choice& choice) {
+        refs_.assign(g_.class_capacity(), 0);
+        for (ClassId root : roots_) refs_[g_.find(root)] += 1;
+        for (ClassId c : reachable_postorder(g_, choice, roots_))
+            for (ClassId k : g_.children(choice[c])) refs_[g_.find(k)] += 1;
     }
-    std::sort(edges.begin(), edges.end());
-    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-    for (std::uint64_t e : edges) uses[static_cast<ClassId>(e & 0xffffffffu)] += 1;
-    return uses;
-}
+
+    bool reached(ClassId c) const { return refs_[c] > 0; }
+
+    // The summed cost of `choice` with class c re-picked to node n, given the
+    // summed cost of `choice` itself (c reached, the choice acyclic). Classes
+    // the new node reads that were out of the program come in with everything
+    // they newly reach; classes only the old node kept reachable drop out.
+    // Nullopt where the re-pick reaches a class without a choice (it can only
+    // be rejected). A re-pick that closes a cycle gets a meaningless estimate:
+    // the caller's acyclicity check rejects it.
+    std::optional<double> cost_after(const Choice& choice, double total, ClassId c, ENodeId n) {
+        double added = own_[n] - own_[choice[c]];
+        double dropped = 0;
+        bool unchosen = false;
+        for (ClassId k : g_.children(n)) stack_.push_back(g_.find(k));
+        while (!stack_.empty()) {
+            const ClassId k = stack_.back();
+            stack_.pop_back();
+            log_.push_back({k, refs_[k]});
+            if (refs_[k]++ > 0) continue;
+            if (choice[k] == kNoChoice) {
+                unchosen = true;
+                continue;
+            }
+            added += own_[choice[k]];
+            for (ClassId kk : g_.children(choice[k])) stack_.push_back(g_.find(kk));
+        }
+        for (ClassId k : g_.children(choice[c])) stack_.push_back(g_.find(k));
+        while (!stack_.empty()) {
+            const ClassId k = stack_.back();
+            stack_.pop_back();
+            log_.push_back({k, refs_[k]});
+            if (--refs_[k] > 0) continue;
+            dropped += own_[choice[k]];
+            for (ClassId kk : g_.children(choice[k])) stack_.push_back(g_.find(kk));
+        }
+        for (auto it = log_.rbegin(); it != log_.rend(); ++it) refs_[it->first] = it->second;
+        log_.clear();
+        if (unchosen) return std::nullopt;
+        return total + added - dropped;
+    }
+
+private:
+    const EGraph& g_;
+    const std::vector<double>& own_;
+    const std::vector<ClassId>& roots_;
+    std::vector<std::int64_t> refs_;
+    std::vector<ClassId> stack_;
+    std::vector<std::pair<ClassId, std::int64_t>> log_;
+};
 
 // Re-picks one class at a time (parents first) wherever another of its nodes
 // lowers the program's summed cost and keeps it acyclic, until no pick does:
 // a fused node that replaces a chain of classes wins once the chain's classes
-// drop out of the program.
+// drop out of the program. Each re-pick is first priced from the classes it
+// changes (ChoiceReferences); only one that this estimate shows lowering the
+// cost is checked for cycles and summed over the whole program, which decides.
 inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, const std::vector<ClassId>& roots, Choice best,
                               double best_total) {
     auto total_of = [&](const Choice& c) {
@@ -175,6 +250,12 @@ inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, c
         for (ClassId k : reachable_postorder(g, c, roots)) t += own[c[k]];
         return t;
     };
+    // The decisive comparison below accepts a re-pick saving more than 1e-12
+    // of the total; an estimate (a sum in another order) that saves less than
+    // 1e-13 cannot be one, whatever its rounding.
+    constexpr double kTolerance = 1e-12, kEstimateSlack = 1e-13;
+    ChoiceReferences references(g, own, roots);
+    references.count(best);
     constexpr int kPasses = 4;
     for (int pass = 0; pass < kPasses; ++pass) {
         bool improved = false;
@@ -182,15 +263,18 @@ inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, c
         std::reverse(order.begin(), order.end());
         for (ClassId c : order) {
             for (ENodeId n : g.class_nodes(c)) {
-                if (!g.alive(n) || n == best[c]) continue;
+                if (!g.alive(n) || n == best[c] || !references.reached(c)) continue;
+                const std::optional<double> estimate = references.cost_after(best, best_total, c, n);
+                if (!estimate || *estimate >= best_total * (1 - kTolerance + kEstimateSlack)) continue;
                 Choice trial = best;
                 trial[c] = n;
                 if (!is_acyclic(g, trial, roots)) continue;
                 const double t = total_of(trial);
-                if (t < best_total * (1 - 1e-12)) {
+                if (t < best_total * (1 - kTolerance)) {
                     best = std::move(trial);
                     best_total = t;
                     improved = true;
+                    references.count(best);
                 }
             }
         }
@@ -210,36 +294,14 @@ inline Choice improve_locally(const EGraph& g, const std::vector<double>& own, c
 // looks dear. So the choice is refined: each class's share is recounted from
 // the chosen program's own readers of it, and the program whose summed cost
 // (each chosen node once) is least wins, and is then improved one class at a time.
-inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const std::vector<Workload>& workloads,
-                               const CostModel& model, const std::vector<ClassId>& roots) {
-    std::vector<DType> class_dtype(g.class_capacity(), DType::F32);
-    std::vector<std::uint8_t> class_bound(g.class_capacity(), 0);  // holds an Input or Constant
-    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-        if (!g.alive(n)) continue;
-        const NodeSpec& spec = ctx.spec(g, n);
-        class_dtype[g.class_of(n)] = spec.dtype;
-        if (spec.kind == symbol_of(OpKind::Input) || spec.kind == symbol_of(OpKind::Constant)) class_bound[g.class_of(n)] = 1;
-    }
-    std::vector<double> own(g.total_nodes(), 0);
-    for (ENodeId n = 0; n < g.total_nodes(); ++n) {
-        if (!g.alive(n)) continue;
-        std::vector<DType> inputs;
-        std::vector<Shape> shapes;
-        std::vector<std::uint8_t> bound;
-        for (ClassId c : g.children(n)) {
-            inputs.push_back(class_dtype[g.find(c)]);
-            shapes.push_back(ctx.facts(g, c).shape);
-            bound.push_back(class_bound[g.find(c)]);
-        }
-        for (const Workload& w : workloads)
-            own[n] += w.weight * node_seconds(NodeCostQuery{ctx.spec(g, n), inputs, shapes, bound, w.dims}, model);
-    }
+inline Choice extract_min_cost(const EGraph& g, const ExtractionGraph& extraction, const std::vector<double>& own,
+                               const std::vector<ClassId>& roots) {
     constexpr int kRefinements = 6;
-    std::vector<double> uses = extract_detail::parent_classes(g);
+    std::vector<double> uses = extraction.parent_classes();
     Choice best;
     double best_total = std::numeric_limits<double>::infinity();
     for (int round = 0; round < kRefinements; ++round) {
-        Choice choice = extract_detail::choose(g, own, uses);
+        Choice choice = extract_detail::choose(g, extraction, own, uses);
         const std::vector<ClassId> reached = reachable_postorder(g, choice, roots);
         double total = 0;
         std::vector<double> readers(g.class_capacity(), 0);
@@ -256,6 +318,13 @@ inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const st
         uses = std::move(readers);
     }
     return extract_detail::improve_locally(g, own, roots, std::move(best), best_total);
+}
+
+// The same, pricing the e-graph's nodes at `workloads` under `model`.
+inline Choice extract_min_cost(const EGraph& g, const HlirContext& ctx, const std::vector<Workload>& workloads,
+                               const CostModel& model, const std::vector<ClassId>& roots) {
+    const ExtractionGraph extraction(g, ctx);
+    return extract_min_cost(g, extraction, extraction.prices(workloads, model), roots);
 }
 
 // Lowers an acyclic choice to a program in a deterministic execution order.

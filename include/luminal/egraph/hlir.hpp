@@ -4,9 +4,12 @@
 // children are the classes of its inputs. Building starts with one class per
 // HLIR node; Input and Output nodes carry their HLIR id, so they never merge
 // with each other, while identical pure nodes (two equal constants) share a class.
+#include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
+#include <map>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "luminal/egraph/egraph.hpp"
@@ -84,8 +87,19 @@ public:
         if (spec.kind == symbol_of(OpKind::Constant) && spec.shape.empty()) f.constant = spec.op.value;
     }
 
+    // For a rule whose apply is a function of what it reads (canonical
+    // classes, e-nodes): true when it applied at `node` before and read
+    // exactly `reads` then, so it would add nothing new; records `reads` otherwise.
+    bool read_before(std::string_view rule, ENodeId node, std::vector<std::uint32_t> reads) {
+        std::vector<std::uint32_t>& last = last_reads_[rule][node];
+        if (last == reads) return true;
+        last = std::move(reads);
+        return false;
+    }
+
 private:
     std::vector<ClassFacts> facts_;  // by class id, as made
+    std::map<std::string_view, absl::flat_hash_map<ENodeId, std::vector<std::uint32_t>>> last_reads_;
 };
 
 inline ClassId add_node(EGraph& g, HlirContext& ctx, NodeSpec spec, std::span<const ClassId> children) {

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "luminal/egraph/compile_options.hpp"
+#include "luminal/egraph/compile_times.hpp"
 #include "luminal/egraph/extract.hpp"
 #include "luminal/graph/graph_tensor.hpp"
 
@@ -137,31 +138,44 @@ struct SearchResult {
     Program program;
     std::size_t candidates = 0;  // programs profiled
     double best_seconds = 0;     // their fastest execution (0 when nothing was profiled)
+    ExtractionTimes times;
 };
 
+// The program for `options.workloads`: the cost model's choice, then (with
+// search_candidates > 1) the fastest profiled candidate. `extraction` is the
+// saturated e-graph h's, shared by every search on it.
 template <typename Runtime>
-SearchResult search(const HlirEGraph& h, Runtime& rt, const Graph& graph, const CompileOptions& options, int verbosity) {
-    const std::vector<Workload> workloads = costing_workloads(options.workloads, graph.dyn_map());
-    CandidateGenerator candidates(h, extract_min_cost(h.graph, h.ctx, workloads, rt.cost_model(), h.roots), options.seed);
+SearchResult search(const HlirEGraph& h, const ExtractionGraph& extraction, Runtime& rt, const Graph& graph,
+                    const CompileOptions& options, int verbosity) {
+    using Clock = std::chrono::steady_clock;
+    auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     SearchResult result;
+    auto lowered = [&](const Choice& choice) {
+        const auto start = Clock::now();
+        Program p = lower(h.graph, h.ctx, choice, h.roots);
+        result.times.lowering_seconds += seconds_since(start);
+        return p;
+    };
+    const std::vector<Workload> workloads = costing_workloads(options.workloads, graph.dyn_map());
+    const std::vector<double> prices = extraction.prices(workloads, rt.cost_model(), &result.times.costing_seconds);
+    auto start = Clock::now();
+    CandidateGenerator candidates(h, extract_min_cost(h.graph, extraction, prices, h.roots), options.seed);
+    result.times.choice_seconds = seconds_since(start);
     if (options.search_candidates <= 1 || !candidates.has_alternatives()) {
-        result.program = lower(h.graph, h.ctx, candidates.base(), h.roots);
+        result.program = lowered(candidates.base());
         return result;
     }
-    auto start = std::chrono::steady_clock::now();
-    auto out_of_time = [&] {
-        return options.search_seconds > 0 &&
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options.search_seconds;
-    };
+    start = Clock::now();
+    auto out_of_time = [&] { return options.search_seconds > 0 && seconds_since(start) > options.search_seconds; };
     bool interactive = verbosity >= 1 && isatty(STDERR_FILENO);
-    result.best_seconds = detail::profile(rt, lower(h.graph, h.ctx, candidates.base(), h.roots), graph, workloads, true);
+    result.best_seconds = detail::profile(rt, lowered(candidates.base()), graph, workloads, true);
     result.candidates = 1;
     while (result.candidates < options.search_candidates && !out_of_time()) {
         std::optional<Choice> candidate = candidates.next();
         if (!candidate) break;
         double t;
         try {
-            t = detail::profile(rt, lower(h.graph, h.ctx, *candidate, h.roots), graph, workloads, false);
+            t = detail::profile(rt, lowered(*candidate), graph, workloads, false);
         } catch (const FatalError&) {
             throw;  // the runtime is unusable: no later candidate can be measured
         } catch (const Error&) {
@@ -177,7 +191,8 @@ SearchResult search(const HlirEGraph& h, Runtime& rt, const Graph& graph, const 
                          options.search_candidates, result.best_seconds * 1e3);
     }
     if (interactive) std::fprintf(stderr, "\n");
-    result.program = lower(h.graph, h.ctx, candidates.base(), h.roots);
+    result.program = lowered(candidates.base());
+    result.times.search_seconds = seconds_since(start) - result.times.lowering_seconds;
     return result;
 }
 

@@ -11,6 +11,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/graph/op.hpp"
 #include "luminal/shape/dyn_map.hpp"
+#include "luminal/shape/shape_guards.hpp"
 #include "luminal/shape/shape_tracker.hpp"
 
 namespace luminal {
@@ -59,6 +60,10 @@ public:
 
     void set_dim(char dim, std::int64_t size) { dyn_map_.set(dim, size); }
     const DynMap& dyn_map() const { return dyn_map_; }
+    // Dimension ranges the graph's inputs declare and size equalities ops assumed
+    // without a proof; the compiled program checks them at every execution.
+    const ShapeGuards& guards() const { return guards_; }
+    ShapeGuards& guards() { return guards_; }
 
     NodeId add_node(Op op, std::vector<NodeInput> inputs, Shape shape, DType dtype) {
         for (auto& in : inputs)
@@ -104,6 +109,7 @@ private:
     std::vector<NodeId> outputs_;
     std::vector<CarriedState> carried_;
     DynMap dyn_map_;
+    ShapeGuards guards_;
 };
 
 inline std::string Graph::to_dot() const {

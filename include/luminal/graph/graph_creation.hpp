@@ -12,8 +12,10 @@ inline GraphTensor Graph::tensor(const Shape& shape, DType dtype) {
 }
 
 inline GraphTensor Graph::named_tensor(std::string name, const Shape& shape, DType dtype) {
-    for (auto& d : shape)
+    for (auto& d : shape) {
         check(!d.uses_index(), "named_tensor", "shape of '{}' uses the element index: {}", name, to_string(shape));
+        guards_.record_ranges(d);
+    }
     return detail::source_node(*this, Op::input(std::move(name)), shape, dtype);
 }
 

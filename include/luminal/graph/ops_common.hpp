@@ -2,7 +2,9 @@
 // Building blocks every op family uses: node emission, axis normalisation,
 // broadcasting and dtype unification.
 #include <algorithm>
+#include <functional>
 #include <numbers>
+#include <optional>
 
 #include "luminal/graph/graph_tensor.hpp"
 
@@ -55,15 +57,44 @@ inline std::vector<std::size_t> normalize_axes(const Axes& axes, std::size_t ran
     return out;
 }
 
-inline Shape broadcast_shape(const Shape& a, const Shape& b, const char* where) {
+// Whether two sizes are equal for every value of the dims (their ranges included):
+// true or false when the simplifier decides it, nullopt when only an execution can.
+inline std::optional<bool> sizes_equal(const Expression& a, const Expression& b) {
+    if (a == b) return true;
+    if (eq(a, b) == Expression(0)) return false;
+    return std::nullopt;
+}
+
+// Of two sizes guarded equal, the one to keep: the shorter to print (fewer terms).
+inline const Expression& simpler_size(const Expression& a, const Expression& b) {
+    return b.to_string().size() < a.to_string().size() ? b : a;
+}
+
+// Two sizes that must be equal: the one to use, after recording a shape guard when
+// only an execution can tell; an Error when they are provably different.
+inline Expression equal_size(Graph& graph, const Expression& a, const Expression& b, const char* where,
+                             const std::function<std::string()>& describe) {
+    std::optional<bool> same = sizes_equal(a, b);
+    check(same.value_or(true), where, "{}", describe());
+    if (same) return a;
+    graph.guards().require_equal(a, b, where);
+    return simpler_size(a, b);
+}
+
+inline Shape broadcast_shape(Graph& graph, const Shape& a, const Shape& b, const char* where) {
     std::size_t rank = std::max(a.size(), b.size());
     Shape out(rank);
     for (std::size_t i = 0; i < rank; ++i) {
         Expression da = i < rank - a.size() ? Expression(1) : a[i - (rank - a.size())];
         Expression db = i < rank - b.size() ? Expression(1) : b[i - (rank - b.size())];
-        check(da == db || da == Expression(1) || db == Expression(1), where,
-              "shapes {} and {} do not broadcast (dimension {} is {} vs {})", to_string(a), to_string(b), i, da, db);
-        out[i] = da == Expression(1) ? db : da;
+        if (da == Expression(1) || db == Expression(1)) {
+            out[i] = da == Expression(1) ? db : da;
+            continue;
+        }
+        out[i] = equal_size(graph, da, db, where, [&] {
+            return fmt::format("shapes {} and {} do not broadcast (dimension {} is {} vs {})", to_string(a), to_string(b),
+                               i, da, db);
+        });
     }
     return out;
 }
@@ -96,7 +127,7 @@ GraphTensor in_f32(const GraphTensor& x, Compute&& compute) {
 inline std::pair<GraphTensor, GraphTensor> unify(const GraphTensor& a, const GraphTensor& b, DType dtype,
                                                  const char* where) {
     check_same_graph(a, b, where);
-    Shape shape = broadcast_shape(a.shape(), b.shape(), where);
+    Shape shape = broadcast_shape(a.graph(), a.shape(), b.shape(), where);
     return {broadcast_to(ops::cast(a, dtype), shape, where), broadcast_to(ops::cast(b, dtype), shape, where)};
 }
 

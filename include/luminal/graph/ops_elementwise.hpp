@@ -206,7 +206,8 @@ inline GraphTensor where(const GraphTensor& condition, const GraphTensor& a, con
     detail::check_same_graph(condition, a, "where");
     detail::check_same_graph(condition, b, "where");
     DType t = promote(a.dtype(), b.dtype());
-    Shape shape = detail::broadcast_shape(detail::broadcast_shape(condition.shape(), a.shape(), "where"), b.shape(), "where");
+    Graph& g = condition.graph();
+    Shape shape = detail::broadcast_shape(g, detail::broadcast_shape(g, condition.shape(), a.shape(), "where"), b.shape(), "where");
     GraphTensor x = detail::broadcast_to(cast(a, t), shape, "where").unsqueeze(-1).pad_along(-1, 0, 1);
     GraphTensor y = detail::broadcast_to(cast(b, t), shape, "where").unsqueeze(-1).pad_along(-1, 1, 0);
     GraphTensor both = detail::binary(OpKind::Add, x, y, t, "where");

@@ -19,7 +19,7 @@ inline GraphTensor matmul(const GraphTensor& a, const GraphTensor& b) {
           to_string(a.shape()), to_string(b.shape()), k, y.view().dim(y.rank() - 2));
     Shape shape_x = x.shape(), shape_y = y.shape();
     Shape batch_x(shape_x.begin(), shape_x.end() - 2), batch_y(shape_y.begin(), shape_y.end() - 2);
-    Shape batch = detail::broadcast_shape(batch_x, batch_y, "matmul");
+    Shape batch = detail::broadcast_shape(x.graph(), batch_x, batch_y, "matmul");
     Expression m = x.view().dim(x.rank() - 2), n = y.view().dim(y.rank() - 1);
     Shape full = batch;
     full.insert(full.end(), {m, n, k});

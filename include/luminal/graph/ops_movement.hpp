@@ -15,9 +15,16 @@ inline GraphTensor broadcast_to(const GraphTensor& x, const Shape& shape, const 
     for (std::size_t i = 0; i < lead; ++i) view = view.expand_dim(0, shape[lead - 1 - i]);
     GraphTensor out = x.with_view(view);
     for (std::size_t i = lead; i < shape.size(); ++i) {
-        if (out.view().dim(i) == shape[i]) continue;
-        check(out.view().dim(i) == Expression(1), where, "cannot broadcast shape {} to {} (axis {} is {})",
-              to_string(x.shape()), to_string(shape), i - lead, out.view().dim(i));
+        const Expression size = out.view().dim(i);
+        if (size == shape[i]) continue;
+        if (size != Expression(1)) {
+            equal_size(x.graph(), size, shape[i], where, [&] {
+                return fmt::format("cannot broadcast shape {} to {} (axis {} is {})", to_string(x.shape()),
+                                   to_string(shape), i - lead, size);
+            });
+            out = out.with_view(out.view().with_size(i, shape[i]));
+            continue;
+        }
         if (!out.view().axis_fully_valid(i)) out = ops::contiguous(out);
         out = out.with_view(out.view().expand(i, shape[i]));
     }

@@ -81,6 +81,8 @@ struct Program {
     // s = 1), over the same inputs and outputs; a runtime that can hold
     // several runs, for each execution, the first whose fixed dims match.
     std::vector<Program> specializations;
+    // What the graph assumed about its dims; runtimes check it at every execution.
+    ShapeGuards guards;
 
     bool runs_at(const DynMap& dims) const { return fixed_dims.agrees_with(dims); }
     // The program to run at `dims`: a matching specialization, else this one.

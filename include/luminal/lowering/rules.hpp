@@ -205,22 +205,33 @@ struct FuseProducer {
     using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
 
+    // The e-node absorbed for an input, the steps computing it, and the inputs they read.
+    struct Absorbed {
+        ENodeId producer;
+        std::vector<FusedStep> steps;
+        std::vector<std::pair<ClassId, ShapeTracker>> inputs;
+    };
+
     // The steps computing input (c, view) inside a region, if it can be absorbed.
-    static std::optional<std::pair<std::vector<FusedStep>, std::vector<std::pair<ClassId, ShapeTracker>>>> absorbable(
-        const EGraph& g, const HlirContext& ctx, ClassId c, const ShapeTracker& view, const Shape& shape) {
+    // What the view itself allows is worked out once, and only if a producer asks.
+    static std::optional<Absorbed> absorbable(const EGraph& g, const HlirContext& ctx, ClassId c, const ShapeTracker& view,
+                                              const Shape& shape) {
+        std::optional<bool> pads, in_order;
+        auto view_pads = [&] { return pads ? *pads : *(pads = has_padding(view)); };
+        auto view_in_order = [&] { return in_order ? *in_order : *(in_order = view.is_contiguous() && view.dims() == shape); };
         for (ENodeId p : g.class_nodes(c)) {
             if (!g.alive(p)) continue;
             const NodeSpec& ps = ctx.spec(g, p);
-            if (ps.kind == sym(OpKind::Constant) && !has_padding(view))
-                return {{{FusedStep{OpKind::Constant, 0, 0, ps.dtype, ps.op.value, {}}}, {}}};
-            if (ps.kind == sym(OpKind::Iota) && !has_padding(view))
-                return {{{FusedStep{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())}}, {}}};
+            if (ps.kind == sym(OpKind::Constant) && !view_pads())
+                return Absorbed{p, {FusedStep{OpKind::Constant, 0, 0, ps.dtype, ps.op.value, {}}}, {}};
+            if (ps.kind == sym(OpKind::Iota) && !view_pads())
+                return Absorbed{p, {FusedStep{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())}}, {}};
             if (ps.kind != op_symbol<FusedElementwiseOp> || detail::region_program(ps).steps.size() != 1) continue;
             auto kids = g.children(p);
             std::vector<std::pair<ClassId, ShapeTracker>> inputs;
-            if (view.is_contiguous() && view.dims() == shape) {
+            if (view_in_order()) {
                 for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), ps.views[k]});
-                return {{detail::region_program(ps).steps, inputs}};
+                return Absorbed{p, detail::region_program(ps).steps, std::move(inputs)};
             }
             // A producer that reads each input element for element is the same function of its inputs read
             // through the view it is read through (a cast weight read broadcast over the rows): unless the view
@@ -228,28 +239,52 @@ struct FuseProducer {
             const bool elementwise = std::all_of(ps.views.begin(), ps.views.end(), [&](const ShapeTracker& v) {
                 return v.is_contiguous() && v.dims() == ps.shape;
             });
-            if (!elementwise || has_padding(view)) continue;
+            if (!elementwise || view_pads()) continue;
             for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), view});
-            return {{detail::region_program(ps).steps, inputs}};
+            return Absorbed{p, detail::region_program(ps).steps, std::move(inputs)};
         }
         return std::nullopt;
     }
 
+    // Most matches absorb nothing (their inputs have no fused producer yet),
+    // and most others are found again after their region grew already (a
+    // class they read gained an e-node they do not absorb): what a match can
+    // absorb is found, and compared with what it absorbed last time, before
+    // the region is copied to grow.
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        NodeSpec region = ctx.spec(g, m.node<"region">());
-        auto kids_span = g.children(m.node<"region">());
+        const ENodeId matched = m.node<"region">();
+        std::vector<std::pair<std::size_t, Absorbed>> absorbed;  // by input slot of the matched region
+        std::vector<std::uint32_t> reads;
+        {
+            const NodeSpec& spec = ctx.spec(g, matched);
+            const auto kids = g.children(matched);
+            for (std::size_t i = 0; i < kids.size(); ++i) {
+                reads.push_back(g.find(kids[i]));
+                if (auto inner = absorbable(g, ctx, g.find(kids[i]), spec.views[i], spec.shape))
+                    absorbed.push_back({i, std::move(*inner)});
+            }
+        }
+        if (absorbed.empty()) return;
+        for (const auto& [slot, inner] : absorbed) {
+            reads.push_back(static_cast<std::uint32_t>(slot));
+            reads.push_back(inner.producer);
+            for (const auto& input : inner.inputs) reads.push_back(input.first);
+        }
+        if (ctx.read_before(name, matched, std::move(reads))) return;
+        const NodeSpec& matched_spec = ctx.spec(g, matched);
+        NodeSpec region = matched_spec;
+        auto kids_span = g.children(matched);
         std::vector<ClassId> kids(kids_span.begin(), kids_span.end());
-        std::vector<std::pair<ClassId, ShapeTracker>> frontier;
-        for (std::size_t i = 0; i < kids.size(); ++i) frontier.push_back({g.find(kids[i]), region.views[i]});
+        const std::vector<ClassId> matched_kids = kids;
         bool grew = false;
-        for (auto& [c, view] : frontier) {
-            auto inner = absorbable(g, ctx, c, view, region.shape);
-            if (!inner) continue;
+        for (const auto& [slot, inner] : absorbed) {
+            const ClassId c = g.find(matched_kids[slot]);
+            const ShapeTracker& view = matched_spec.views[slot];
             // Canonicalisation reorders inputs: find this one again.
             std::size_t i = 0;
             while (i < kids.size() && !(g.find(kids[i]) == c && region.views[i] == view)) ++i;
             if (i == kids.size()) continue;
-            std::tie(region, kids) = detail::splice(region, kids, i, inner->first, inner->second);
+            std::tie(region, kids) = detail::splice(region, kids, i, inner.steps, inner.inputs);
             grew = true;
         }
         if (!grew || detail::region_program(region).steps.size() > kMaxFusedSteps || kids.size() > kMaxFusedInputs) return;

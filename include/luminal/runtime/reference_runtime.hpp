@@ -38,6 +38,7 @@ public:
         if (binding == InputBinding::Keep)
             for (std::uint32_t i = 0; i < program.nodes.size(); ++i)
                 if (auto old = same_input(program.nodes[i].spec)) kept[i] = std::move(buffers_[*old]);
+        guards_ = program.guards;
         nodes_ = program.nodes;
         carried_ = carried_indices(program);
         buffers_ = std::move(kept);
@@ -60,6 +61,7 @@ public:
     }
 
     void execute(const DynMap& dims) {
+        guards_.check_against(dims);
         for (std::uint32_t id = 0; id < nodes_.size(); ++id) {
             const NodeSpec& node = nodes_[id].spec;
             std::int64_t n = numel_of(node.shape, dims, id);
@@ -118,6 +120,7 @@ private:
     HostBuffer run(const ProgramNode& node, std::uint32_t id, std::int64_t n, const DynMap& dims) const;
 
     std::vector<ProgramNode> nodes_;
+    ShapeGuards guards_;
     std::vector<std::optional<HostBuffer>> buffers_;
     std::vector<std::uint32_t> last_use_;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> carried_;  // (Output, Input) program indices

@@ -8,7 +8,11 @@
 //    sign of the divisor), as in Python: (-7) / 2 == -4, (-7) % 2 == 1;
 //  * comparisons and logical operators yield 0 or 1;
 //  * dimensions are sizes, so the simplifier assumes every dimension and the
-//    element index are >= 0.
+//    element index are >= 0. A dimension may carry a tighter range
+//    (Expression::dim('s', 1, 4096)): the range is part of its identity (two
+//    ranges of one name are two dimensions) and the simplifier uses it, e.g.
+//    min(s, 1) == 1 when s >= 1. Graph::tensor records the ranges its shapes use
+//    and every execution checks the dims it is given against them.
 //
 // Expressions are hash-consed in a process-wide pool, so structurally equal
 // expressions share one node: `==` and hashing are O(1) pointer operations.
@@ -108,18 +112,23 @@ public:
         return pool;
     }
 
-    const ExprNode* intern(ExprOp op, char var, std::int64_t value, const ExprNode* a, const ExprNode* b) {
-        ExprNode probe{op, var, value, a, b, 0, 0, 0};
+    // `lo`/`hi` are read for Var only (a dimension's declared range); other nodes derive theirs.
+    const ExprNode* intern(ExprOp op, char var, std::int64_t value, const ExprNode* a, const ExprNode* b,
+                           std::int64_t lo = 0, std::int64_t hi = kPosInf) {
+        if (op != ExprOp::Var) lo = 0, hi = kPosInf;
+        ExprNode probe{op, var, value, a, b, 0, lo, hi};
         std::lock_guard lock(mutex_);
         if (auto it = set_.find(&probe); it != set_.end()) return *it;
         std::uint64_t key = mix(mix(static_cast<std::uint64_t>(op) + 1, static_cast<std::uint64_t>(var)),
                                 static_cast<std::uint64_t>(value));
         if (a) key = mix(key, a->key);
         if (b) key = mix(key, b->key);
-        std::int64_t lo = kNegInf, hi = kPosInf;
+        // A declared range changes the key; the default one keeps keys (and so term order) as they were.
+        if (op == ExprOp::Var && (lo != 0 || hi != kPosInf))
+            key = mix(mix(key, static_cast<std::uint64_t>(lo)), static_cast<std::uint64_t>(hi));
         if (op == ExprOp::Num) lo = hi = value;
-        else if (op == ExprOp::Var || op == ExprOp::Index) lo = 0;
-        else std::tie(lo, hi) = bounds_of(op, a, b);
+        else if (op == ExprOp::Index) lo = 0, hi = kPosInf;
+        else if (op != ExprOp::Var) std::tie(lo, hi) = bounds_of(op, a, b);
         const ExprNode* node = &storage_.emplace_back(ExprNode{op, var, value, a, b, key, lo, hi});
         set_.insert(node);
         return node;
@@ -131,12 +140,14 @@ private:
             std::uint64_t h = mix(static_cast<std::uint64_t>(n->op), static_cast<std::uint64_t>(n->var));
             h = mix(h, static_cast<std::uint64_t>(n->value));
             h = mix(h, reinterpret_cast<std::uintptr_t>(n->a));
-            return mix(h, reinterpret_cast<std::uintptr_t>(n->b));
+            h = mix(h, reinterpret_cast<std::uintptr_t>(n->b));
+            return n->op == ExprOp::Var ? mix(mix(h, static_cast<std::uint64_t>(n->lo)), static_cast<std::uint64_t>(n->hi)) : h;
         }
     };
     struct Eq {
         bool operator()(const ExprNode* x, const ExprNode* y) const {
-            return x->op == y->op && x->var == y->var && x->value == y->value && x->a == y->a && x->b == y->b;
+            return x->op == y->op && x->var == y->var && x->value == y->value && x->a == y->a && x->b == y->b &&
+                   (x->op != ExprOp::Var || (x->lo == y->lo && x->hi == y->hi));
         }
     };
     std::mutex mutex_;
@@ -158,6 +169,16 @@ public:
         check(DynMap::valid_name(dim), "Expression", "dimension name '{}' must be a letter", dim);
     }
 
+    // A dimension known to lie in [lo, hi] (hi = nullopt: unbounded). Sizes are never
+    // negative, so lo >= 0; Expression(dim) is the same as dim(dim, 0).
+    static Expression dim(char name, std::int64_t lo, std::optional<std::int64_t> hi = std::nullopt) {
+        check(DynMap::valid_name(name), "Expression::dim", "dimension name '{}' must be a letter", name);
+        check(lo >= 0, "Expression::dim", "dimension '{}' cannot have a negative lower bound ({})", name, lo);
+        check(!hi || (*hi >= lo && *hi < detail::kPosInf), "Expression::dim",
+              "dimension '{}' has an empty or unrepresentable range [{}, {}]", name, lo, hi.value_or(0));
+        return Expression(pool().intern(ExprOp::Var, name, 0, nullptr, nullptr, lo, hi.value_or(detail::kPosInf)));
+    }
+
     // The index of the element being computed (printed as `idx`).
     static Expression index() { return Expression(pool().intern(ExprOp::Index, 0, 0, nullptr, nullptr)); }
 
@@ -176,8 +197,10 @@ public:
     // Interval the value is known to lie in (inclusive); unbounded sides are +-2^62.
     std::int64_t lower_bound() const { return node_->lo; }
     std::int64_t upper_bound() const { return node_->hi; }
+    bool bounded_above() const { return node_->hi < detail::kPosInf; }
     bool uses_index() const;
     std::vector<char> dims() const;  // free dimension names, sorted
+    std::vector<Expression> variables() const;  // its dimensions, each with its range
 
     std::int64_t eval(const DynMap& dims, std::int64_t index = 0) const;
     Expression substitute(char dim, Expression with) const;

@@ -156,6 +156,14 @@ inline const ExprNode* build_mul(const ExprNode* a, const ExprNode* b) {
     return coef == 1 ? acc : raw_node(ExprOp::Mul, acc, num_node(coef));
 }
 
+// floor(a / c) when every value a's bounds allow gives the same quotient (c > 0):
+// a / c is then that constant and a % c is a minus its multiple of c.
+inline std::optional<std::int64_t> same_quotient(const ExprNode* a, std::int64_t c) {
+    if (a->lo <= kNegInf || a->hi >= kPosInf) return std::nullopt;
+    std::int64_t q = floor_div(a->lo, c);
+    return q == floor_div(a->hi, c) ? std::optional(q) : std::nullopt;
+}
+
 inline const ExprNode* build_div(const ExprNode* a, const ExprNode* b) {
     if (is_num(b)) {
         std::int64_t c = b->value;
@@ -164,7 +172,7 @@ inline const ExprNode* build_div(const ExprNode* a, const ExprNode* b) {
         if (c == 1) return a;
         if (c == -1) return build_mul(a, num_node(-1));
         if (c > 0) {
-            if (a->lo >= 0 && a->hi < c) return num_node(0);
+            if (std::optional<std::int64_t> q = same_quotient(a, c)) return num_node(*q);
             if (a->op == ExprOp::Div && is_positive_num(a->b)) return build_div(a->a, num_node(checked_mul(c, a->b->value)));
             // (c*m + rest) / c == m + rest / c exactly under floor division.
             Sum sum, whole, rest;
@@ -191,7 +199,7 @@ inline const ExprNode* build_mod(const ExprNode* a, const ExprNode* b) {
         if (is_num(a)) return num_node(floor_mod(a->value, c));
         if (c == 1 || c == -1) return num_node(0);
         if (c > 0) {
-            if (a->lo >= 0 && a->hi < c) return a;
+            if (std::optional<std::int64_t> q = same_quotient(a, c)) return build_add(a, num_node(checked_mul(*q, -c)));
             if (a->op == ExprOp::Mod && is_positive_num(a->b) && a->b->value % c == 0) return build_mod(a->a, b);
             // Multiples of c vanish: (c*m + rest) % c == rest % c.
             Sum sum, rest;
@@ -448,9 +456,16 @@ inline bool Expression::uses_index() const {
 
 inline std::vector<char> Expression::dims() const {
     std::vector<char> out;
-    std::unordered_set<const detail::ExprNode*> seen;
-    detail::visit_leaves(node_, [&](const detail::ExprNode* n) { if (n->op == ExprOp::Var) out.push_back(n->var); }, seen);
+    for (const Expression& v : variables()) out.push_back(v.var());
     std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+inline std::vector<Expression> Expression::variables() const {
+    std::vector<Expression> out;
+    std::unordered_set<const detail::ExprNode*> seen;
+    detail::visit_leaves(node_, [&](const detail::ExprNode* n) { if (n->op == ExprOp::Var) out.emplace_back(n); }, seen);
     return out;
 }
 

@@ -63,8 +63,20 @@ public:
             if (!axis_fully_valid(i)) return true;
         return false;
     }
-    // True when the view reads the producer's buffer in order with no gaps.
-    bool is_contiguous() const { return *this == ShapeTracker(dims()); }
+    // True when the view reads the producer's buffer in order with no gaps:
+    // when it equals ShapeTracker(dims()), compared axis by axis from the last
+    // so that a view that is not stops before the strides are multiplied out.
+    bool is_contiguous() const {
+        const Expression zero = 0;
+        if (base_ != zero) return false;
+        Expression stride = 1;
+        for (std::size_t i = axes_.size(); i-- > 0;) {
+            const Axis& a = axes_[i];
+            if (a.stride != stride || a.offset != zero || a.valid_lo != zero || a.valid_hi != a.size) return false;
+            if (i > 0) stride = stride * a.size;
+        }
+        return true;
+    }
 
     ShapeTracker permute(const std::vector<std::size_t>& order) const {
         check(order.size() == rank(), "permute", "order has {} axes but the tensor has rank {}", order.size(), rank());
@@ -99,6 +111,15 @@ public:
         ShapeTracker out = *this;
         out.base_ = base_ + a.offset * a.stride;
         out.axes_[axis] = Axis{size, 0, 0, 0, size};
+        return out;
+    }
+
+    // Gives `axis` another expression for its size, one that a shape guard checks
+    // equal to the current one at every execution (the elements read do not change).
+    ShapeTracker with_size(std::size_t axis, Expression size) const {
+        checked_axis(axis, "with_size");
+        ShapeTracker out = *this;
+        out.axes_[axis].size = size;
         return out;
     }
 
@@ -192,9 +213,11 @@ public:
     std::string to_string() const;
 
 private:
+    // The shape is printed only when the axis is out of range (check() would format it every time).
     std::size_t checked_axis(std::size_t axis, const char* where) const {
-        check(axis < rank(), where, "axis {} out of range for a view of rank {} (shape {})", axis, rank(),
-              luminal::to_string(dims()));
+        if (axis >= rank())
+            throw Error(where, fmt::format("axis {} out of range for a view of rank {} (shape {})", axis, rank(),
+                                           luminal::to_string(dims())));
         return axis;
     }
 

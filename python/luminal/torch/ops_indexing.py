@@ -35,9 +35,10 @@ def _broadcast_shapes(cx: Context, shapes: list[list]) -> list:
     return out
 
 
-def _wrapped(index: Tensor, size) -> Tensor:
+def _wrapped(cx: Context, index: Tensor, size) -> Tensor:
     """Negative indexes count from the end, as in PyTorch."""
-    return _luminal.where(index < 0, index + (Expr(size) if not isinstance(size, int) else size), index)
+    end = size if isinstance(size, int) else cx.tensor(size, index.dtype)
+    return _luminal.where(index < 0, index + end, index)
 
 
 def advanced_index(cx: Context, x: Tensor, indices: list) -> tuple[list, Tensor]:
@@ -53,7 +54,7 @@ def advanced_index(cx: Context, x: Tensor, indices: list) -> tuple[list, Tensor]
             raise Error(f"{cx.where()}: boolean-mask indexing has a data-dependent shape, which luminal cannot "
                         "compile")
     shape = x.shape
-    index_tensors = [_wrapped(cx.tensor(indices[a]), shape[a]) for a in axes]
+    index_tensors = [_wrapped(cx, cx.tensor(indices[a]), shape[a]) for a in axes]
     broadcast = _broadcast_shapes(cx, [t.shape for t in index_tensors])
     adjacent = axes == list(range(axes[0], axes[-1] + 1))
     first = axes[0] if adjacent else 0
@@ -107,12 +108,12 @@ def index_select(cx, x, dim, index_):
     if x.ndim == 0:
         return x
     picks = index_.reshape([1]) if index_.ndim == 0 else index_
-    return x.index_select(axis, _wrapped(picks, x.shape[axis]))
+    return x.index_select(axis, _wrapped(cx, picks, x.shape[axis]))
 
 
 @translates(*aten_ops("embedding.default"))
 def embedding(cx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    rows = weight.index_select(0, _wrapped(indices.reshape([-1]), weight.shape[0]))
+    rows = weight.index_select(0, _wrapped(cx, indices.reshape([-1]), weight.shape[0]))
     return rows.reshape(indices.shape + [weight.shape[1]])
 
 
@@ -121,14 +122,14 @@ def gather(cx, x, dim, index_, sparse_grad=False):
     if x.ndim == 0:
         return x
     axis = cx.axis(dim, x.ndim)
-    return x.gather_elements(_wrapped(index_, x.shape[axis]), axis)
+    return x.gather_elements(_wrapped(cx, index_, x.shape[axis]), axis)
 
 
 @translates(*aten_ops("scatter.src", "scatter.value"))
 def scatter(cx, x, dim, index_, src):
     axis = cx.axis(dim, x.ndim)
     values = cx.tensor(src, x.dtype) if isinstance(src, Tensor) else cx.tensor(src, x.dtype).expand(index_.shape)
-    return x.scatter_elements(axis, _wrapped(index_, x.shape[axis]), values)
+    return x.scatter_elements(axis, _wrapped(cx, index_, x.shape[axis]), values)
 
 
 @translates(*aten_ops("sort.default", "sort.stable"))

@@ -86,6 +86,20 @@ def slice_(cx, x, dim=0, start=None, end=None, step=1):
     return out.index_select(axis, picks)
 
 
+@translates(*aten_ops("slice_scatter.default"))
+def slice_scatter(cx, x, src, dim=0, start=None, end=None, step=1):
+    """x with x[..., start:end:step, ...] (along dim) replaced by src: an index_put at the
+    slice's positions."""
+    from .ops_indexing import index_put
+
+    axis = cx.axis(dim, x.ndim)
+    size = x.shape[axis]
+    lo, hi = _clamp_index(start, size, 0), _clamp_index(end, size, size)
+    count = (Expr(hi) - lo + (step - 1)) // step
+    positions = cx.graph.iota(Expr.index() * step + lo, [count], DType.i64)
+    return index_put(cx, x, [None] * axis + [positions], src)
+
+
 @translates(*aten_ops("select.int", "select_copy.int"))
 def select(cx, x, dim, index):
     axis = cx.axis(dim, x.ndim)

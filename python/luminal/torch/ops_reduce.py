@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .._luminal import DType, Error, Tensor
+from .._luminal import DType, Error, Expr, Tensor
 from .table import FLOATS, Context, aten_ops, opmath, translates
 
 
@@ -221,3 +221,28 @@ def sdpa_flash_cpu(cx, q, k, v, dropout_p=0.0, is_causal=False, attn_mask=None, 
         raise Error(f"{cx.where()}: attention dropout is not supported (inference only)")
     out, scores = _attention(cx, q, k, v, attn_mask, is_causal, scale, False)
     return out, scores.logsumexp([-1])
+
+
+@translates(*aten_ops("convolution.default"))
+def convolution(cx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """1-d convolution (the causal depthwise convolutions of Mamba-style layers): each output
+    position gathers its kernel's window of the padded input, then a product summed over the
+    group's channels and the kernel."""
+    if transposed or x.ndim != 3:
+        kind = "transposed convolution" if transposed else f"a {x.ndim - 2}-d convolution"
+        raise Error(f"{cx.where()}: {kind} is not supported (1-d convolutions over [batch, channels, length] are)")
+    dtype = opmath(cx.out_dtype())
+    x, weight = cx.tensor(x, dtype), cx.tensor(weight, dtype)
+    (stride,), (pad,), (dilation,) = stride, padding, dilation
+    batch, channels, _ = x.shape
+    out_channels, group_channels, kernel = weight.shape
+    length = cx.out_shape()[2]
+    if pad:
+        x = x.pad_along(2, pad, pad, 0.0)
+    # Window element i = t * kernel + k reads input position t * stride + k * dilation.
+    i = Expr.index()
+    positions = cx.graph.iota(i // kernel * stride + i % kernel * dilation, [Expr(length) * kernel], DType.i32)
+    windows = x.index_select(2, positions).reshape([batch, groups, 1, group_channels, length, kernel])
+    w = weight.reshape([1, groups, out_channels // groups, group_channels, 1, kernel])
+    out = (windows * w).sum([3, 5]).reshape([batch, out_channels, length])
+    return out if bias is None else out + cx.tensor(bias, dtype).reshape([out_channels, 1])

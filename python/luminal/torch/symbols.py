@@ -1,5 +1,8 @@
 """torch's symbolic sizes (SymInts over sympy symbols s0, s1, ...) as luminal Exprs over
-one-letter dimensions, so one compiled graph serves every value of a dynamic size."""
+one-letter dimensions, so one compiled graph serves every value of a dynamic size. Each
+dimension carries the value range torch's ShapeEnv knows for its symbol (dynamo's >= 2 for
+a dynamic size, torch.export.Dim(min, max)): the simplifier proves with it what HF mask
+code's sizes need (min(s, 1) == 1), and every call checks it."""
 from __future__ import annotations
 
 import string
@@ -18,6 +21,8 @@ class SymbolTable:
 
     def __init__(self) -> None:
         self.letters: dict[sympy.Symbol, str] = {}
+        self.dims: dict[sympy.Symbol, Expr] = {}
+        self.shape_env = None  # torch's, from the first SymInt seen: the symbols' value ranges
 
     def letter(self, symbol: sympy.Symbol) -> str:
         if symbol not in self.letters:
@@ -26,6 +31,23 @@ class SymbolTable:
             self.letters[symbol] = _LETTERS[len(self.letters)]
         return self.letters[symbol]
 
+    def dim(self, symbol: sympy.Symbol) -> Expr:
+        """The dimension of `symbol`, with the range the ShapeEnv gives it."""
+        if symbol not in self.dims:
+            low, high = self._range(symbol)
+            self.dims[symbol] = Expr.dim(self.letter(symbol), low, high)
+        return self.dims[symbol]
+
+    def _range(self, symbol: sympy.Symbol) -> tuple[int, int | None]:
+        ranges = getattr(self.shape_env, "var_to_range", {}) if self.shape_env is not None else {}
+        value_range = ranges.get(symbol)
+        if value_range is None:
+            return 0, None
+        # Infinite ends are sympy's oo or torch's int_oo, neither of them an Integer.
+        low = int(value_range.lower) if value_range.lower.is_Integer else 0
+        high = int(value_range.upper) if value_range.upper.is_Integer else None
+        return max(low, 0), high
+
     def size(self, value) -> int | Expr:
         """An int, a SymInt or a sympy expression as an int (when static) or an Expr."""
         if isinstance(value, bool):
@@ -33,6 +55,8 @@ class SymbolTable:
         if isinstance(value, int):
             return value
         if isinstance(value, torch.SymInt):
+            if self.shape_env is None:
+                self.shape_env = value.node.shape_env
             expr = value.node.expr
             return self.size(int(expr)) if expr.is_number else self.expr(expr)
         if isinstance(value, sympy.Expr):
@@ -45,7 +69,7 @@ class SymbolTable:
         if e.is_Integer:
             return Expr(int(e))
         if e.is_Symbol:
-            return Expr(self.letter(e))
+            return self.dim(e)
         args = [self.expr(a) if not a.is_Integer else int(a) for a in e.args]
         if isinstance(e, sympy.Add):
             return _fold(args, lambda a, b: a + b)
