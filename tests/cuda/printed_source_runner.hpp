@@ -203,6 +203,11 @@ inline float* luminal_dynamic_shared() {
   alignas(16) static float storage[1 << 18];
   return storage;
 }
+// ex2.approx.ftz: 2^x with results below the smallest normal flushed to zero.
+inline float luminal_exp2(float x) {
+  const float y = exp2f(x);
+  return y < 1.17549435e-38f ? 0.0f : y;
+}
 inline void __syncthreads() { luminal_shim::wait(luminal_shim::whole); }
 inline void __syncwarp(unsigned = 0xffffffffu) { luminal_shim::wait(luminal_shim::warps[threadIdx.x / 32]); }
 // The four signed byte products of a and b, plus c.

@@ -3,7 +3,7 @@
 // printed source run on the host against the reference runtime, every thread
 // layout and split, and the plan of a decode step of Llama-3.1-8B.
 #include <doctest/doctest.h>
-#include "../test_data.hpp"
+#include "llama8b_decode_plan.hpp"
 
 #include <algorithm>
 #include <array>
@@ -17,7 +17,6 @@
 #include <luminal/nn/kv_cache.hpp>
 #include <luminal/nn/mlp.hpp>
 #include <luminal/nn/norm.hpp>
-#include <luminal/nn/step_floor.hpp>
 #include <map>
 #include <random>
 #include <vector>
@@ -296,25 +295,7 @@ TEST_CASE("a launch group runs each member on its own blocks, as the members run
 }
 
 TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): launches, bytes, host traffic, and its kernels compile") {
-    const auto dir = luminal_test::data_dir() / "configs" / "llama31_8b";
-    const io::ModelConfig config = io::load_model_config(dir);
-    nn::ModelOptions options;
-    options.context = 2048;
-    options.weight_dtype = DType::BF16;
-    options.kv_dtype = DType::BF16;
-    options.last_logits_only = true;
-    options.sample_in_graph = true;
-    nn::CausalLm model = nn::build_causal_lm(config, options);
-    CompileOptions compile;
-    compile.verbosity = 0;
-    nn::Session session(model, cuda::HostEmulator{}, compile);
-    const DynMap step{{'s', 1}, {'p', 1024}};
-    cuda::PlanReportOptions report_options;
-    report_options.layers = static_cast<std::int64_t>(config.layers.size());
-    report_options.floor_bytes = nn::step_floor_bytes(model, 1024, 1);
-    report_options.registers = false;
-    const Program& decode = session.report().program.for_dims(step);
-    const cuda::PlanReport report = cuda::plan_report(decode, step, report_options);
+    const auto [decode, report] = luminal_test::llama8b_decode_plan(0, false);
     CAPTURE(report.to_string());
     luminal_test::NvrtcCoverage::get().compile(cuda::plan_program(decode));
     CHECK(report.launches_per_layer() <= 8);
@@ -322,5 +303,5 @@ TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): l
     CHECK(report.bytes_moved <= 1.05 * report.floor_bytes);
     // What one greedy step moves between host and device: the dims that changed (p), the new token's id up, the
     // fault code and the picked id down.
-    CHECK(cuda::step_transfer_bytes(DynMap{{'s', 1}, {'p', 1023}}, step, 4, 4) <= 64);
+    CHECK(cuda::step_transfer_bytes(DynMap{{'s', 1}, {'p', 1023}}, DynMap{{'s', 1}, {'p', 1024}}, 4, 4) <= 64);
 }

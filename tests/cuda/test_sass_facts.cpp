@@ -5,14 +5,10 @@
 // options. A compiler or source change that breaks them fails here, not on a
 // device. Needs NVRTC (the CUDA toolkit) and cuobjdump/nvdisasm (scripts/setup.sh).
 #include <doctest/doctest.h>
-#include "../test_data.hpp"
+#include "llama8b_decode_plan.hpp"
 
-#include <algorithm>
 #include <luminal/cuda.hpp>
-#include <luminal/cuda/plan_report.hpp>
 #include <luminal/cuda/sass_facts.hpp>
-#include <luminal/luminal.hpp>
-#include <luminal/nn/step_floor.hpp>
 #include <string>
 
 namespace {
@@ -46,9 +42,32 @@ extern "C" __global__ void four(const float4* __restrict__ in, float* out, int n
 })", "four");
     CHECK(four.main_loop_loads == 4);
     CHECK(four.main_loop_bytes_in_flight == 64);
+    CHECK(four.main_loop_instructions >= 4 + 15 + 1);  // the loads, the arithmetic, the branch back
+    CHECK(four.main_loop_instructions < four.instructions);
     CHECK(four.serial_load_loops == 0);
     CHECK(four.calls == 0);
     CHECK(four.stack_bytes == 0);
+
+    // A merge loop reading more scalar bytes per trip than the streaming loop reads in 16-byte vectors: the
+    // streaming loop is the main one.
+    const cuda::SassFacts merged = facts_of(R"(extern "C" __global__ void merged(const float4* __restrict__ in, const float* __restrict__ parts, float* out, int n, int splits) {
+  float acc = 0.0f;
+  #pragma unroll 1
+  for (int i = threadIdx.x; i + 256 < n; i += 512) {
+    const float4 a = in[i], b = in[i + 256];
+    acc += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+  }
+  #pragma unroll 1
+  for (int k = 0; k + 15 < splits; k += 16) {
+    float s = 0.0f;
+    #pragma unroll
+    for (int u = 0; u < 16; ++u) s += parts[(k + u) * 256 + threadIdx.x];
+    acc += s;
+  }
+  out[threadIdx.x] = acc;
+})", "merged");
+    CHECK(merged.main_loop_loads == 2);
+    CHECK(merged.main_loop_bytes_in_flight == 32);
 
     // Each load's address comes from the one before: one load in flight per trip.
     const cuda::SassFacts chain = facts_of(R"(extern "C" __global__ void chain(const int* __restrict__ next, int* out, int steps) {
@@ -66,6 +85,14 @@ extern "C" __global__ void four(const float4* __restrict__ in, float* out, int n
   out[threadIdx.x] = a[threadIdx.x] / b;
 })", "divide");
     CHECK(divide.calls >= 1);
+    // In a loop that reads memory, the call is the loop's.
+    const cuda::SassFacts divide_loop = facts_of(R"(extern "C" __global__ void divide_loop(const long long* a, long long b, long long* out, int n) {
+  long long acc = 0;
+  for (int i = threadIdx.x; i < n; i += 256) acc += a[i] / b;
+  out[threadIdx.x] = acc;
+})", "divide_loop");
+    CHECK(divide_loop.main_loop_calls >= 1);
+    CHECK(four.main_loop_calls == 0);
 
     // An array written and read at indexes known only at run time lives on the stack.
     const cuda::SassFacts local = facts_of(R"(extern "C" __global__ void local(const int* in, float* out) {
@@ -81,26 +108,11 @@ extern "C" __global__ void four(const float4* __restrict__ in, float* out, int n
 
 TEST_CASE("the 8B shape's decode kernels as compiled: every GEMV issues all its weight loads before the first product, none spills") {
     REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
-    io::ModelConfig config = io::load_model_config(luminal_test::data_dir() / "configs" / "llama31_8b");
-    config.layers.resize(2);  // every layer's kernels are the same: two show the first and the rest
-    nn::ModelOptions options;
-    options.context = 2048;
-    options.weight_dtype = DType::BF16;
-    options.kv_dtype = DType::BF16;
-    options.last_logits_only = true;
-    options.sample_in_graph = true;
-    nn::CausalLm model = nn::build_causal_lm(config, options);
-    CompileOptions compile;
-    compile.verbosity = 0;
-    nn::Session session(model, cuda::HostEmulator{}, compile);
-    const DynMap step{{'s', 1}, {'p', 1024}};
-    cuda::PlanReportOptions report_options;
-    report_options.layers = 2;
-    report_options.floor_bytes = nn::step_floor_bytes(model, 1024, 1);
-    const cuda::PlanReport report = cuda::plan_report(session.report().program.for_dims(step), step, report_options);
+    // Every layer's kernels are the same: two show the first and the rest.
+    const cuda::PlanReport report = luminal_test::llama8b_decode_plan(2, true).report;
     CAPTURE(report.to_string());
     CHECK(report.sass_read);
-    int gemvs = 0;
+    int gemvs = 0, attentions = 0;
     for (const cuda::PlanReportRow& row : report.rows) {
         if (row.kernel == "memset" || row.kernel == "copy" || row.kernel == "cuBLASLt") continue;
         CAPTURE(row.kernel);
@@ -108,6 +120,18 @@ TEST_CASE("the 8B shape's decode kernels as compiled: every GEMV issues all its 
         REQUIRE(row.facts.has_value());
         const bool gemv = row.op.find("Gemv") != std::string::npos;
         if (gemv || row.kernel == "luminal_attention") CHECK(row.facts->stack_bytes == 0);
+        if (row.kernel == "luminal_attention") {
+            ++attentions;
+            // 32-bit positions and affine views: no 64-bit division in the key loop (the calls left are the
+            // slow paths of the final f32 divisions); two blocks per SM; both keys' K and V issued before the
+            // first product; its instructions priced from its own loop.
+            CHECK(row.facts->main_loop_calls == 0);
+            CHECK(row.facts->calls <= 8);
+            CHECK(row.facts->registers <= 128);
+            CHECK(row.facts->main_loop_bytes_in_flight >= 64);
+            CHECK(row.work.loop_instructions == row.facts->main_loop_instructions);
+            CHECK(row.work.loop_trips > 0);
+        }
         if (!gemv) continue;
         ++gemvs;
         // Four 16-byte loads per weight row a lane walks (a launch group's GEMVs: its members').
@@ -115,5 +139,6 @@ TEST_CASE("the 8B shape's decode kernels as compiled: every GEMV issues all its 
         CHECK(row.work.dram_in_flight == row.facts->main_loop_bytes_in_flight);  // what the model prices
     }
     CHECK(gemvs >= 2 * 3 + 1);  // q/k/v, o, gate/up and down per layer share launches; the LM head
+    CHECK(attentions == 2);
 }
 #endif

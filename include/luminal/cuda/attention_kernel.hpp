@@ -23,6 +23,9 @@ namespace luminal::cuda {
 inline constexpr int kRowTile = 4;            // query rows a block's registers hold at once
 inline constexpr std::int64_t kMinKeysPerSplit = 32;
 inline constexpr int kKeyUnroll = 2;          // keys each lane group loads before it computes
+inline constexpr std::int64_t kMaxSplits = 256;  // the last block keeps one factor per split in shared memory
+inline constexpr int kMergeUnroll = 8;         // splits whose values the last block loads before it adds them
+inline constexpr std::int64_t kMaxDepth = 256;   // the warps' merged rows fill 32 KiB of shared memory at this depth
 // The scratch buffer starts with one split counter per KV head, in whole
 // 256-byte lines so the partials after them stay aligned.
 inline std::int64_t counter_words(std::int64_t kv_heads) { return (kv_heads + 63) / 64 * 64; }
@@ -42,7 +45,7 @@ struct AttentionKernel final : CustomKernel {
     std::int64_t splits(const DynMap& dims, int multiprocessors) const {
         const std::int64_t h = std::max<std::int64_t>(heads.eval(dims), 1), t = keys.eval(dims);
         const std::int64_t wanted = (2 * multiprocessors + h - 1) / h;
-        return std::clamp<std::int64_t>(std::min(wanted, (t + kMinKeysPerSplit - 1) / kMinKeysPerSplit), 1, 1024);
+        return std::clamp<std::int64_t>(std::min(wanted, (t + kMinKeysPerSplit - 1) / kMinKeysPerSplit), 1, kMaxSplits);
     }
     std::int64_t rows(const DynMap& dims) const { return group.eval(dims) * tokens.eval(dims); }
 
@@ -62,6 +65,10 @@ struct AttentionKernel final : CustomKernel {
         return static_cast<std::size_t>(counter_words(h) + h * most * rows(dims) * (depth + 2)) * sizeof(float);
     }
 
+    // Priced by its bytes, its instructions (the SASS's main loop times the trips the warps make) and the
+    // round trips on a block's path that no other load hides: the queries (L2), each trip of the key loop
+    // (DRAM), and with several splits the fence and counter, then the last block's reads of the partials
+    // (the maxima, the sums, the values a merge unroll at a time).
     LaunchWork work(const DynMap& dims, std::span<const SourceInfo> sources, const KernelGeometry& g,
                     const DeviceSpec& device) const override {
         LaunchWork w;
@@ -82,6 +89,13 @@ struct AttentionKernel final : CustomKernel {
         w.dram_in_flight = static_cast<double>(kKeyUnroll * 2 * 16 * chunks_per_lane());
         w.l2_in_flight = 16;
         w.flops = h * r * t * (4 * d + 8);
+        const double warps = static_cast<double>(kThreadsPerBlock / 32), per_split = std::ceil(t / split_count);
+        const double keys_per_trip = warps * (32.0 / lanes_per_key()) * kKeyUnroll;
+        const double trips = std::ceil(per_split / keys_per_trip);
+        w.loop_trips = static_cast<double>(g.grid) * warps * tiles * trips;
+        w.dram_round_trips = tiles * trips;
+        w.l2_round_trips = tiles;
+        if (split_count > 1) w.l2_round_trips += 4 + std::ceil(r / warps) * (2 + std::ceil(split_count / kMergeUnroll));
         return w;
     }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Which Attention nodes the CUDA kernel (attention_kernel.hpp, flash decoding)
 // runs: keys and values read as 16-byte vectors.
+#include "luminal/cuda/attention_kernel.hpp"
 #include "luminal/lowering/attention_rules.hpp"
 
 namespace luminal::egraph {
@@ -28,7 +29,7 @@ struct CudaAttentionReads {
     static constexpr std::string_view rule_name = "cuda.attention";
     // What the kernel reads as 16-byte vectors: keys [KV, G, T, D] and values
     // [KV, G, DV, T] of one float dtype, broadcast over G, D = DV a multiple of
-    // the vector width that lane groups split evenly.
+    // the vector width that lane groups split evenly, at most kMaxDepth.
     static bool accepts(const EGraph& g, const HlirContext& ctx, const NodeSpec& spec, ClassId k, ClassId v) {
         using attention_detail::vector_rows;
         const ShapeTracker &qv = spec.views[0], &kv = spec.views[1], &vv = spec.views[2], &bv = spec.views[3];
@@ -38,7 +39,7 @@ struct CudaAttentionReads {
         if (kt != ctx.facts(g, v).dtype || !is_float(kt) || !kv.is_broadcast(1) || !vv.is_broadcast(1)) return false;
         const auto d = qv.dim(3).as_constant(), dv = vv.dim(2).as_constant();
         const auto width = static_cast<std::int64_t>(16 / size_of(kt));
-        if (!d || !dv || *d != *dv || *d % width != 0) return false;
+        if (!d || !dv || *d != *dv || *d % width != 0 || *d > cuda::kMaxDepth) return false;
         const std::int64_t chunks = *d / width;
         if (chunks > 32 ? chunks % 32 != 0 : (32 % chunks) != 0) return false;
         return vector_rows(kv, 3, kt) && vector_rows(vv, 2, kt);

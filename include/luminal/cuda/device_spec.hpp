@@ -25,6 +25,7 @@ struct DeviceSpec {
     double flops = 6.0e13;             // f32 FMA, flop/s
     double tensor_flops = 7.0e14;      // bf16/f16 products with f32 accumulation (cuBLASLt), flop/s
     double mma_sync_flops = 2.3e14;    // the same from generated kernels' mma.sync on shared-memory tiles (no async copies)
+    double issue_rate = 7.0e9;         // warp instructions one SM issues per second (4 schedulers at 1.755 GHz)
     int threads_per_sm = 2048;
     int blocks_per_sm = 32;
     int registers_per_sm = 65536;

@@ -97,6 +97,10 @@ struct GemvKernel final : CustomKernel {
         add_write(w, s * n * static_cast<double>(size_of(out)), device);
         w.dram_in_flight = quant ? 16.0 * kQuantGemvLoads : static_cast<double>(weight_inputs.size() * layout.rows * layout.unroll) * 16.0;
         w.l2_in_flight = 16;
+        // Each trip of a lane's main loop reads rows x unroll 16-byte vectors of every weight.
+        if (!quant)
+            w.loop_trips = tiles * n * k * static_cast<double>(size_of(sources[weight_inputs[0]].dtype)) /
+                           (32.0 * 16 * layout.rows * layout.unroll);
         // Quantized, per weight element: a quarter of a 4-byte integer dot product per token and a share of the
         // unpacking, or a decode and an FMA per token.
         const double per_element = !quant ? 2 * s : quant->activations == Activations::Q8 ? 0.5 + 0.5 * s : 3 + 2 * s;

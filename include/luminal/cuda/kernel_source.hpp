@@ -309,24 +309,31 @@ inline std::string signature(std::string_view entry, DType out, std::span<const 
 }
 inline std::string signature(std::string_view entry, const Kernel& k) { return signature(entry, k.out, k.inputs); }
 
-// A declaration bounding a kernel's blocks to kThreadsPerBlock threads, one block per SM at the least,
-// printed before a kernel every launch of which has that many threads: ptxas may then give a thread up to
-// 255 registers, and issues all of a GEMV's weight loads before the first product (without it, it keeps a
-// thread to 32-40 registers and waits on the first load after two or three). A declaration, so the
-// definition keeps the form launch groups and the host shim look for.
-inline constexpr std::string_view kBlockBound = "__global__ __launch_bounds__(256, 1) void ";
-inline std::string block_bound_declaration(const std::string& signature) {
+// A declaration bounding a kernel's blocks to kThreadsPerBlock threads with `min_blocks` of them resident per
+// SM, printed before a kernel every launch of which has that many threads. With one block, ptxas may give a
+// thread up to 255 registers and issues all of a GEMV's weight loads before the first product (without a
+// bound it keeps a thread to 32-40 registers and waits on the first load after two or three); with two, a
+// thread keeps to 128 registers, so attention runs two blocks per SM. A declaration, so the definition keeps
+// the form launch groups and the host shim look for.
+inline std::string block_bound_declaration(const std::string& signature, int min_blocks = 1) {
     static_assert(kThreadsPerBlock == 256);
     const std::string_view plain = "__global__ void ";
     const std::size_t at = signature.find(plain);
-    return signature.substr(0, at) + std::string(kBlockBound) + signature.substr(at + plain.size()) + ";\n";
+    return signature.substr(0, at) + fmt::format("__global__ __launch_bounds__(256, {}) void ", min_blocks) +
+           signature.substr(at + plain.size()) + ";\n";
 }
-// Removes `entry`'s bounding declaration from `source`; whether it had one.
-inline bool erase_block_bound(std::string& source, std::string_view entry) {
-    const std::size_t at = source.find(fmt::format("extern \"C\" {}{}(", kBlockBound, entry));
-    if (at == std::string::npos) return false;
-    source.erase(at, source.find(";\n", at) + 2 - at);
-    return true;
+// Removes `entry`'s bounding declaration from `source`; the blocks per SM it asked for, 0 when it had none.
+inline int erase_block_bound(std::string& source, std::string_view entry) {
+    const std::string_view opening = "extern \"C\" __global__ __launch_bounds__(256, ";
+    const std::string closing = fmt::format(") void {}(", entry);
+    for (std::size_t at = source.find(opening); at != std::string::npos; at = source.find(opening, at + 1)) {
+        const std::size_t digits = at + opening.size(), end = source.find(')', digits);
+        if (end == std::string::npos || source.compare(end, closing.size(), closing) != 0) continue;
+        const int min_blocks = std::stoi(source.substr(digits, end - digits));
+        source.erase(at, source.find(";\n", at) + 2 - at);
+        return min_blocks;
+    }
+    return 0;
 }
 
 inline std::string fold_step(OpKind fold, DType value, const std::string& acc, const std::string& v) {

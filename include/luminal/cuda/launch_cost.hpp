@@ -5,8 +5,13 @@
 // pull), so a grid smaller than the SM count, or threads that wait on each
 // load before issuing the next, cost what they cost; a grid of several waves
 // pays for its last partial wave. Compute-bound work runs at the flop rate of
-// the SMs it occupies. Every launch pays the launch gap: a CUDA graph node's
-// when the step replays a graph, a stream launch's otherwise.
+// the SMs it occupies. Where the SASS was read and the kernel knows its main
+// loop's trips, the instructions its warps issue there bound the time too, at
+// one per scheduler per cycle (the code outside the loop runs between the
+// round trips below, in their shadow); so do the memory round trips a kernel
+// declares on a block's critical path (each waits its full latency, one after
+// the other, once per wave). Every launch pays the launch gap: a CUDA graph
+// node's when the step replays a graph, a stream launch's otherwise.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -33,6 +38,12 @@ struct LaunchWork {
     bool tensor_cores = false;     // Library: bf16/f16 products
     // Bytes of independent loads a thread issues before it waits on one (stores never wait).
     double dram_in_flight = 16, l2_in_flight = 16;
+    // Memory round trips one after the other on a block's path (0, 0: the one of its first load).
+    double dram_round_trips = 0, l2_round_trips = 0;
+    // Trips of the main loop summed over the grid's warps (0: not known), and from the SASS the
+    // instructions of one trip, every branch in it counted (0: not read).
+    double loop_trips = 0;
+    int loop_instructions = 0;
 
     double bytes() const { return dram_read + dram_write + l2_read + l2_write; }
     double dram_bytes() const { return dram_read + dram_write; }
@@ -42,7 +53,7 @@ struct LaunchEstimate {
     double seconds = 0;
     double bandwidth = 0;   // DRAM bytes/s the launch moves at (its L2 bytes aside)
     double occupancy = 0;   // resident threads / the device's thread slots
-    std::string_view bound = "launch";  // the term its time is set by: launch, dram, l2 or compute
+    std::string_view bound = "launch";  // the term its time is set by: launch, dram, l2, compute, issue or latency
 };
 
 // Registers a thread needs: the loads in flight held in registers, plus the
@@ -81,18 +92,21 @@ inline LaunchEstimate estimate_launch(const LaunchWork& w, const DeviceSpec& d, 
     // blocks' loads in flight sustain, so a short last wave is slow.
     const double units = static_cast<double>(std::max<std::int64_t>(w.units > 0 ? w.units : w.grid, 1));
     auto over = [](double bytes, double rate) { return bytes > 0 ? bytes / std::max(rate, 1.0) : 0.0; };
+    const double warp_instructions = w.loop_trips * w.loop_instructions;
     auto wave_seconds = [&](double blocks) {
         const double share = std::min(blocks, units) / units, threads = blocks * w.block;
-        const double sm_cap = std::min(blocks, static_cast<double>(d.multiprocessors)) * d.sm_bandwidth;
+        const double busy_sms = std::min(blocks, static_cast<double>(d.multiprocessors));
+        const double sm_cap = busy_sms * d.sm_bandwidth;
         const double dram_rate = std::min({d.bandwidth, threads * w.dram_in_flight / d.memory_latency, sm_cap});
         const double l2_rate = std::min({d.l2_bandwidth, threads * w.l2_in_flight / d.l2_latency, sm_cap});
         const double memory = std::max(over(w.dram_read * share, dram_rate) + over(w.dram_write * share, d.bandwidth),
                                        over((w.l2_read + w.l2_rereads) * share, l2_rate) + over(w.l2_write * share, d.l2_bandwidth));
-        const double compute = (w.flops / d.flops + w.mma_flops / d.mma_sync_flops) * share /
-                               (std::min(blocks, static_cast<double>(d.multiprocessors)) / d.multiprocessors);
+        const double compute = (w.flops / d.flops + w.mma_flops / d.mma_sync_flops) * share / (busy_sms / d.multiprocessors);
+        const double issue = warp_instructions * share / (busy_sms * d.issue_rate);
         const double dram = over(w.dram_read * share, dram_rate) + over(w.dram_write * share, d.bandwidth);
-        const std::string_view bound = compute > memory ? "compute" : dram >= memory ? "dram" : "l2";
-        return std::tuple(std::max(memory, compute), dram_rate, bound);
+        const double slowest = std::max({memory, compute, issue});
+        const std::string_view bound = slowest == memory ? (dram >= memory ? "dram" : "l2") : slowest == compute ? "compute" : "issue";
+        return std::tuple(slowest, dram_rate, bound);
     };
     const double full_waves = std::floor(units / static_cast<double>(concurrent));
     const double last = units - full_waves * static_cast<double>(concurrent);
@@ -102,8 +116,10 @@ inline LaunchEstimate estimate_launch(const LaunchWork& w, const DeviceSpec& d, 
     double busy = full_waves * full;
     if (last > 0) busy += std::get<0>(wave_seconds(last));
     const double latency = w.dram_read > 0 ? d.memory_latency : d.l2_latency;
-    e.seconds = launch + latency + busy;
-    if (launch + latency > busy) e.bound = "launch";
+    const double chain = (full_waves + (last > 0 ? 1 : 0)) * (w.dram_round_trips * d.memory_latency + w.l2_round_trips * d.l2_latency);
+    e.seconds = launch + std::max(latency + busy, chain);
+    if (chain > latency + busy) e.bound = "latency";
+    else if (launch + latency > busy) e.bound = "launch";
     return e;
 }
 

@@ -7,6 +7,7 @@
 // so kernels that could run together stand together, unless that would make
 // more results live at once.
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -100,7 +101,9 @@ inline Program schedule_for_groups(const Program& program) {
 inline std::string group_source(const std::vector<std::pair<std::string, std::string_view>>& members) {
     using namespace group_detail;
     std::string preludes = std::string(kKernelPrelude), functions, parameters_text, dispatch;
-    bool bounded = true;  // every member declares 256-thread blocks: so does the group
+    // Every member declares 256-thread blocks: so does the group, asking for the fewest blocks per SM any member
+    // asks for (a member that needs registers for its loads in flight keeps them).
+    int min_blocks = std::numeric_limits<int>::max();
     for (std::string_view prelude : {kGemvPrelude, kQuantPrelude, kAttentionPrelude, kSamplePrelude})
         if (std::any_of(members.begin(), members.end(), [&](const auto& m) { return m.first.find(prelude) != std::string::npos; }))
             preludes += std::string(prelude);
@@ -109,7 +112,7 @@ inline std::string group_source(const std::vector<std::pair<std::string, std::st
         std::string text = source;
         for (std::string_view prelude : {kKernelPrelude, kGemvPrelude, kQuantPrelude, kAttentionPrelude, kSamplePrelude})
             if (auto at = text.find(prelude); at != std::string::npos) text.erase(at, prelude.size());
-        bounded = source_detail::erase_block_bound(text, entry) && bounded;
+        min_blocks = std::min(min_blocks, source_detail::erase_block_bound(text, entry));
         const std::vector<std::string> params = parameters(source, entry);
         replace_all(text, fmt::format("extern \"C\" __global__ void {}(", entry),
                     fmt::format("__device__ __forceinline__ void luminal_member{}(const unsigned luminal_block, const unsigned luminal_grid, ", i));
@@ -126,7 +129,7 @@ inline std::string group_source(const std::vector<std::pair<std::string, std::st
                                 fmt::join(args, ", "));
     }
     const std::string declared = fmt::format("extern \"C\" __global__ void {}({})", kGroupEntry, parameters_text);
-    return preludes + functions + (bounded ? source_detail::block_bound_declaration(declared) : std::string()) + declared +
+    return preludes + functions + (min_blocks > 0 ? source_detail::block_bound_declaration(declared, min_blocks) : std::string()) + declared +
            fmt::format(" {{\n  unsigned block = blockIdx.x;\n{}}}\n", dispatch);
 }
 

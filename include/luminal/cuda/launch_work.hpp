@@ -31,6 +31,7 @@ inline LaunchWork launch_work(const PlannedLaunch& l, const PlannedNode& p, cons
             w.tensor_cores = sources[0].dtype == DType::BF16 || sources[0].dtype == DType::F16;
             return w;
         }
+        case PlannedLaunch::Kind::Group: throw Error("cuda plan", "a launch group is priced by group_work over its members");
         case PlannedLaunch::Kind::Kernel: break;
     }
     if (l.entry == Entry::ScatterClaim || l.entry == Entry::ScatterWrite) {
@@ -74,7 +75,8 @@ inline std::vector<SourceInfo> plan_sources_of(const Plan& plan, const std::vect
 
 // The members of a group run side by side as one launch: their bytes and
 // arithmetic add up, their threads share the device, each thread keeps its
-// own member's loads in flight.
+// own member's loads in flight, and the longest chain of round trips is the
+// group's.
 inline LaunchWork group_work(const std::vector<LaunchWork>& members) {
     LaunchWork w;
     double threads = 0, dram = 0, l2 = 0;
@@ -90,6 +92,8 @@ inline LaunchWork group_work(const std::vector<LaunchWork>& members) {
         w.l2_rereads += m.l2_rereads;
         w.flops += m.flops;
         w.mma_flops += m.mma_flops;
+        w.dram_round_trips = std::max(w.dram_round_trips, m.dram_round_trips);
+        w.l2_round_trips = std::max(w.l2_round_trips, m.l2_round_trips);
         const double t = static_cast<double>(m.grid) * m.block;
         threads += t;
         dram += t * m.dram_in_flight;

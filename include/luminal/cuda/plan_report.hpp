@@ -6,7 +6,9 @@
 // once, the KV cache it attends to), over the stated bandwidth. Where the SASS
 // can be read (sass_facts.hpp), each kernel is priced by what ptxas produced:
 // its registers, and the bytes its main loop keeps in flight before the first
-// load is waited on; each row shows those facts and which term bounds its time.
+// load is waited on, and the instructions of one trip of that loop (column
+// "loop", where the kernel knows the loop's trips and so its issue time); each
+// row shows those facts and which term bounds its time.
 #include <map>
 #include <optional>
 #include <string>
@@ -63,16 +65,18 @@ struct PlanReport {
     }
 
     std::string to_string() const {
-        std::string out = fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>5} {:>5} {:>9} {:>12} {:>10} {:>8} {:>9} {}\n",
-                                      "#", "node", "kernel", "op", "grid", "block", "regs", "stack", "calls", "in-flight", "bytes",
-                                      "flops", "GB/s", "us", "bound");
+        std::string out = fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>5} {:>5} {:>9} {:>5} {:>12} {:>10} {:>8} {:>9} {}\n",
+                                      "#", "node", "kernel", "op", "grid", "block", "regs", "stack", "calls", "in-flight", "loop",
+                                      "bytes", "flops", "GB/s", "us", "bound");
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const PlanReportRow& r = rows[i];
             const auto fact = [&](auto value) { return r.facts ? fmt::format("{}", value) : std::string("-"); };
-            out += fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>5} {:>5} {:>9} {:>12.0f} {:>10.3g} {:>8.0f} {:>9.2f} {}\n", i,
+            out += fmt::format("{:>4} {:>6} {:<22} {:<44} {:>6} {:>5} {:>4} {:>5} {:>5} {:>9} {:>5} {:>12.0f} {:>10.3g} {:>8.0f} {:>9.2f} {}\n", i,
                                r.launch.node, r.kernel, r.op.substr(0, 44), r.launch.grid, r.launch.block,
                                r.registers ? fmt::format("{}", *r.registers) : std::string("-"), fact(r.facts ? r.facts->stack_bytes : 0),
                                fact(r.facts ? r.facts->calls : 0), fmt::format("{:.0f}{}", r.work.dram_in_flight, r.facts ? "" : "*"),
+                               r.work.loop_instructions > 0 && r.work.loop_trips > 0 ? fmt::format("{}", r.work.loop_instructions)
+                                                                                     : std::string("-"),
                                r.work.bytes(), r.work.flops + r.work.mma_flops, r.estimate.bandwidth * 1e-9, r.estimate.seconds * 1e6,
                                r.estimate.bound);
         }
@@ -173,6 +177,8 @@ inline PlanReport plan_report(const Program& unscheduled, const DynMap& dims, co
                 row.facts = it->second.second;
                 if (row.registers) row.work.registers = *row.registers;
                 if (row.facts && row.facts->main_loop_bytes_in_flight > 0) row.work.dram_in_flight = row.facts->main_loop_bytes_in_flight;
+                if (row.facts && l.kind == PlannedLaunch::Kind::Kernel)  // a group's code is its members' together
+                    row.work.loop_instructions = row.facts->main_loop_instructions;
             }
         }
         row.estimate = estimate_launch(row.work, options.device, true);

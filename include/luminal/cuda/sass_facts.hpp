@@ -3,9 +3,10 @@
 // (cuobjdump), for the cost model to price what ptxas produced rather than what
 // the source intends: registers and stack (spills, local arrays) per thread,
 // the instruction count, call sites (64-bit division and remainder are
-// subroutine calls on the GPU), and, for the loop that reads the most global
-// memory per trip, the bytes of global loads a thread has issued before the
-// first instruction that waits on one of them: what Little's law needs.
+// subroutine calls on the GPU), and, for the main loop (the one streaming the
+// most bytes of 16-byte loads per trip), its instructions and the bytes of
+// global loads a thread has issued before the first instruction that waits on
+// one of them: what Little's law needs.
 //
 // cuobjdump and nvdisasm come with the CUDA toolkit or as PyPI wheels
 // (scripts/setup.sh installs those in build/cuda-tools/bin); they are looked for
@@ -28,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -41,6 +43,8 @@ struct SassFacts {
     int instructions = 0;
     int calls = 0;         // call sites (64-bit division/remainder, other slow paths)
     int main_loop_loads = 0;                // global loads per trip of the loop that reads the most bytes
+    int main_loop_instructions = 0;         // instructions in one trip of that loop
+    int main_loop_calls = 0;                // call sites in that loop
     double main_loop_bytes_in_flight = 0;   // of those, bytes a thread issues before the first waits
     int serial_load_loops = 0;              // loops that wait on each global load before issuing the next
 };
@@ -118,7 +122,9 @@ inline SassFacts facts_of(const std::vector<Instruction>& code) {
         for (std::size_t j = 0; j <= i; ++j)
             if (code[j].address == to) loops.emplace_back(j, i);
     }
-    double most_bytes = 0;
+    // The main loop: the one that streams, with the most bytes of 16-byte loads per trip (a merge or a
+    // prologue reading scalars is not it), then the most bytes, then the most instructions.
+    std::tuple<double, double, std::size_t> best{};
     for (auto [first, last] : loops) {
         const bool inner = std::none_of(loops.begin(), loops.end(), [&](auto other) {
             return other != std::pair(first, last) && other.first >= first && other.second <= last;
@@ -126,15 +132,22 @@ inline SassFacts facts_of(const std::vector<Instruction>& code) {
         if (!inner) continue;
         const std::span<const Instruction> body(code.data() + first, last - first + 1);
         int loads = 0;
-        double bytes_per_trip = 0;
-        for (const Instruction& i : body)
-            if (i.opcode.starts_with("LDG")) ++loads, bytes_per_trip += load_bytes(i.opcode);
+        double bytes_per_trip = 0, vector_bytes = 0;
+        for (const Instruction& i : body) {
+            if (!i.opcode.starts_with("LDG")) continue;
+            ++loads;
+            bytes_per_trip += load_bytes(i.opcode);
+            if (load_bytes(i.opcode) == 16) vector_bytes += 16;
+        }
         if (loads == 0) continue;
         const auto [issued, bytes] = loads_before_first_use(body);
         if (issued <= 1) ++f.serial_load_loops;
-        if (bytes_per_trip > most_bytes) {
-            most_bytes = bytes_per_trip;
+        const std::tuple<double, double, std::size_t> rank{vector_bytes, bytes_per_trip, body.size()};
+        if (rank > best) {
+            best = rank;
             f.main_loop_loads = loads;
+            f.main_loop_instructions = static_cast<int>(body.size());
+            f.main_loop_calls = static_cast<int>(std::count_if(body.begin(), body.end(), [](const Instruction& i) { return i.opcode.starts_with("CALL"); }));
             f.main_loop_bytes_in_flight = bytes;
         }
     }

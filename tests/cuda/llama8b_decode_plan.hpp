@@ -1,0 +1,44 @@
+#pragma once
+// The Llama-3.1-8B shape's decode step (bf16 weights and cache, s = 1,
+// p = 1024) as the CUDA backend plans it, compiled on the host emulator
+// without weights, with its plan report: what the decode tests check.
+#include <luminal/cuda.hpp>
+#include <luminal/cuda/plan_report.hpp>
+#include <luminal/luminal.hpp>
+#include <luminal/nn/step_floor.hpp>
+
+#include "../test_data.hpp"
+
+namespace luminal_test {
+
+struct Llama8bDecodePlan {
+    luminal::Program program;
+    luminal::cuda::PlanReport report;
+};
+
+// `layers` of the config's (0: all of them); `read_sass`: compile every kernel to read its facts.
+inline Llama8bDecodePlan llama8b_decode_plan(std::size_t layers, bool read_sass) {
+    using namespace luminal;
+    io::ModelConfig config = io::load_model_config(data_dir() / "configs" / "llama31_8b");
+    if (layers > 0) config.layers.resize(layers);
+    nn::ModelOptions options;
+    options.context = 2048;
+    options.weight_dtype = DType::BF16;
+    options.kv_dtype = DType::BF16;
+    options.last_logits_only = true;
+    options.sample_in_graph = true;
+    nn::CausalLm model = nn::build_causal_lm(config, options);
+    CompileOptions compile;
+    compile.verbosity = 0;
+    nn::Session session(model, cuda::HostEmulator{}, compile);
+    const DynMap step{{'s', 1}, {'p', 1024}};
+    cuda::PlanReportOptions report_options;
+    report_options.layers = static_cast<std::int64_t>(config.layers.size());
+    report_options.floor_bytes = nn::step_floor_bytes(model, 1024, 1);
+    report_options.registers = read_sass;
+    Program program = session.report().program.for_dims(step);
+    cuda::PlanReport report = cuda::plan_report(program, step, report_options);
+    return {std::move(program), std::move(report)};
+}
+
+}  // namespace luminal_test
