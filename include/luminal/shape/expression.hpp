@@ -213,7 +213,9 @@ public:
     std::string to_string() const;
 
     friend bool operator==(Expression a, Expression b) { return a.node_ == b.node_; }
-    std::size_t hash() const { return std::hash<const void*>{}(node_); }
+    // The structural key, not the address: hashes of views and specs decide orders (a region's
+    // canonical operand order, hence the kernels' sources), which must be the same in every run.
+    std::size_t hash() const { return node_->key; }
     std::uint64_t structural_key() const { return node_->key; }
 
     friend Expression operator+(Expression a, Expression b);
