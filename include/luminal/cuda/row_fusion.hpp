@@ -24,9 +24,9 @@ inline constexpr std::size_t kMaxRowStages = 8;
 using cuda::RowOperand;
 using cuda::RowStage;
 
-// A view with its index and validity built once: rows test every input of
-// every region they meet against one broadcast, and building its expressions
-// for each test was most of the row rules' time.
+// A view with its index and validity at hand: rows test every input of every
+// region they meet against one broadcast, most of them equal to it or of
+// other dims, which is settled before any expression is looked at.
 struct Reads {
     ShapeTracker view;
     Expression index, valid;
