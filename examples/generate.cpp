@@ -4,6 +4,8 @@
 // the KV cache, with the text streamed to stdout and the benchmark lines after it
 // (scripts/bench.sh runs it with --prompt-ids, so every engine gets the same ids):
 //   COMPILE: X ms       graph construction + compilation/search (weights not included)
+//   NVRTC: X ms, ...    (CUDA) the kernels' builds and disk cache reads: inside COMPILE in a run,
+//                       after it with --plan-only (its report builds them)
 //   LOAD: X ms          opening the model files and binding the weights to the runtime
 //   Prompt: N tokens
 //   TTFT: X ms          median over --iters of: prefill forward + first token pick
@@ -194,6 +196,15 @@ std::map<std::string, luminal::QuantFormat, std::less<>> quantized_formats(const
     return formats;
 }
 
+// The NVRTC line: the kernels' builds, apart from COMPILE's figure (a plan's
+// report builds them after COMPILE; a CUDA run's load, inside it).
+void print_nvrtc() {
+    if (!luminal::cuda::Nvrtc::available()) return;
+    const luminal::cuda::Nvrtc& nvrtc = luminal::cuda::Nvrtc::get();
+    std::printf("NVRTC: %.2f ms, %zu kernels built, %zu from the disk cache\n", nvrtc.seconds() * 1e3, nvrtc.compiled(),
+                nvrtc.from_disk());
+}
+
 // --plan-only: compiles the model for the CUDA backend, without a device or
 // weights, and prints the launches of one step of --new-tokens tokens after
 // --cached ones with their modelled cost against the memory floor.
@@ -229,6 +240,7 @@ int plan(const Args& args) {
     const double compile_ms = ms_since(compile_start);
     std::printf("%s", report_of(session, model, args, cached, args.new_tokens).to_string().c_str());
     std::printf("COMPILE: %.2f ms\n", compile_ms);
+    print_nvrtc();
     return 0;
 }
 
@@ -386,6 +398,7 @@ int run(const Args& args, Runtime runtime) {
     double tpot = 0;
     for (double t : tpot_samples) tpot += t / static_cast<double>(tpot_samples.size());
     std::printf("COMPILE: %.2f ms\n", compile_ms);
+    if (args.device == "cuda") print_nvrtc();
     std::printf("LOAD: %.2f ms\n", load_ms);
     std::printf("Prompt: %zu tokens\n", prompt.size());
     std::printf("TTFT: %.2f ms\n", ttft);

@@ -76,13 +76,17 @@ struct RowKernelFromRegion {
     using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        const NodeSpec region = ctx.spec(g, m.node<"region">());  // a copy: add_spec may move the specs
+        const NodeSpec& region = ctx.spec(g, m.node<"region">());
         if (region.shape.empty() || region.shape.back() == Expression(1) || region.views.empty()) return;
+        // Most regions read nothing per row: they are passed over before a draft is built.
+        const row_detail::Reads& broadcast = row_detail::row_broadcast(region.shape);
+        if (!broadcast.read_by_any(region.views)) return;
+        // The draft copies what it reads of the spec: add_spec may move the specs.
         row_detail::RowDraft row{region.shape, region.dtype, {}, region.views, {}};
         for (ClassId c : g.children(m.node<"region">())) row.children.push_back(g.find(c));
         row.op.program = region.payload_as<FusedElementwiseOp>()->program;
         for (std::uint16_t i = 0; i < row.children.size(); ++i) row.op.operands.push_back({cuda::RowOperand::Kind::Input, i});
-        if (!row_detail::grow(g, ctx, row)) return;
+        if (!row_detail::grow(g, ctx, row, broadcast)) return;
         const ClassId root = m.root(g);
         for (auto strategy : {cuda::ReduceStrategy::WarpPerOutput, cuda::ReduceStrategy::BlockPerOutput}) {
             row.op.strategy = strategy;
@@ -97,10 +101,12 @@ struct RowKernelGrows {
     using pattern = As<"row", AnyArity<op_symbol<cuda::RowOp>>>;
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        const NodeSpec spec = ctx.spec(g, m.node<"row">());
+        const NodeSpec& spec = ctx.spec(g, m.node<"row">());
+        const row_detail::Reads& broadcast = row_detail::row_broadcast(spec.shape);
+        if (!broadcast.read_by_any(spec.views)) return;
         row_detail::RowDraft row{spec.shape, spec.dtype, {}, spec.views, *spec.payload_as<cuda::RowOp>()};
         for (ClassId c : g.children(m.node<"row">())) row.children.push_back(g.find(c));
-        if (row_detail::grow(g, ctx, row)) row_detail::add_row(g, ctx, m.root(g), row);
+        if (row_detail::grow(g, ctx, row, broadcast)) row_detail::add_row(g, ctx, m.root(g), row);
     }
 };
 

@@ -7,6 +7,7 @@
 //  * an elementwise region reading Gemvs of one activation element for element
 //    (a residual add, SiLU(gate) * up) is one Gemv over all their weights,
 //    with the region (and their own epilogues) as its epilogue.
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -88,7 +89,8 @@ struct GemvAbsorbsPrologue {
     using pattern = As<"gemv", AnyArity<op_symbol<cuda::GemvOp>>>;
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        const NodeSpec gemv = ctx.spec(g, m.node<"gemv">());
+        // References: add_spec, the last call, takes its spec built from them first.
+        const NodeSpec& gemv = ctx.spec(g, m.node<"gemv">());
         const auto& op = *gemv.payload_as<cuda::GemvOp>();
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
         if (op.prologue || op.epilogue || !gemv.views[0].is_contiguous()) return;
@@ -99,7 +101,7 @@ struct GemvAbsorbsPrologue {
         for (ENodeId r : g.class_nodes(g.find(kids[0])))
             if (g.alive(r) && ctx.spec(g, r).kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
         if (!row_op) return;
-        const NodeSpec row = ctx.spec(g, *row_op);
+        const NodeSpec& row = ctx.spec(g, *row_op);
         if (row.dtype != DType::F32 || row.shape != gemv.views[0].dims()) return;
         const auto row_kids = g.children(*row_op);
         if (row_kids.size() + (kids.size() - 1) > kMaxGemvInputs) return;
@@ -122,18 +124,43 @@ struct GemvAbsorbsEpilogue {
     static constexpr std::string_view name = "cuda.gemv-epilogue";
     using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
+    // What a match fuses is a function of the region's classes, its leads and
+    // their partners: a match found again (a class the region reads gained an
+    // e-node) that finds the same ones as last time is passed over before anything is built.
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        const NodeSpec region = ctx.spec(g, m.node<"region">());
-        const auto kids = g.children(m.node<"region">());
-        const std::vector<ClassId> region_kids(kids.begin(), kids.end());
+        const ENodeId matched = m.node<"region">();
+        std::vector<ClassId> region_kids;
+        for (ClassId c : g.children(matched)) region_kids.push_back(g.find(c));
         // One fused Gemv per activation a Gemv input offers (each layout, with or without its prologue).
         // Only plain products fuse: the region already holds every step a chain of epilogues would.
-        std::vector<ENodeId> leads;
-        for (std::size_t i = 0; i < region_kids.size(); ++i)
-            if (reads_whole(region, i))
-                for (ENodeId n : g.class_nodes(g.find(region_kids[i])))
-                    if (plain_product(g, ctx, n, region.shape)) leads.push_back(n);
-        for (ENodeId lead : leads) fuse(g, ctx, m.root(g), region, region_kids, lead);
+        std::vector<std::pair<ENodeId, std::vector<std::optional<ENodeId>>>> leads;  // each with its partner per input
+        {
+            // The plain products of each input read whole, in class order: the leads, and where each lead's partners are.
+            const NodeSpec& spec = ctx.spec(g, matched);
+            std::vector<std::vector<ENodeId>> plain(region_kids.size());
+            for (std::size_t i = 0; i < region_kids.size(); ++i)
+                if (reads_whole(spec, i))
+                    for (ENodeId n : g.class_nodes(region_kids[i]))
+                        if (plain_product(g, ctx, n, spec.shape)) plain[i].push_back(n);
+            for (const std::vector<ENodeId>& products : plain)
+                for (ENodeId n : products) leads.push_back({n, std::vector<std::optional<ENodeId>>(region_kids.size())});
+            for (auto& [lead, gemvs] : leads)
+                for (std::size_t i = 0; i < region_kids.size(); ++i)
+                    for (ENodeId n : plain[i])
+                        if (gemv_detail::same_activation(g, ctx.spec(g, lead), lead, ctx.spec(g, n), n)) {
+                            gemvs[i] = n;
+                            break;
+                        }
+        }
+        if (leads.empty()) return;
+        std::vector<std::uint32_t> reads(region_kids.begin(), region_kids.end());
+        for (const auto& [lead, gemvs] : leads) {
+            reads.push_back(lead);
+            for (const std::optional<ENodeId>& p : gemvs) reads.push_back(p ? *p : kNoPartner);
+        }
+        if (ctx.read_before(name, matched, std::move(reads))) return;
+        const NodeSpec region = ctx.spec(g, matched);  // a copy: add_spec may move the specs
+        for (const auto& [lead, gemvs] : leads) fuse(g, ctx, m.root(g), region, region_kids, lead, gemvs);
     }
 
 private:
@@ -141,20 +168,12 @@ private:
         if (!g.alive(n) || ctx.spec(g, n).kind != op_symbol<cuda::GemvOp> || ctx.spec(g, n).shape != shape) return false;
         return !ctx.spec(g, n).payload_as<cuda::GemvOp>()->epilogue;
     }
-    // The plain Gemv reading `lead`'s activation in class c, if any.
-    static std::optional<ENodeId> partner(const EGraph& g, const HlirContext& ctx, ClassId c, const Shape& shape, ENodeId lead) {
-        for (ENodeId n : g.class_nodes(g.find(c)))
-            if (plain_product(g, ctx, n, shape) && gemv_detail::same_activation(g, ctx.spec(g, lead), lead, ctx.spec(g, n), n))
-                return n;
-        return std::nullopt;
-    }
+
+    static constexpr std::uint32_t kNoPartner = std::numeric_limits<std::uint32_t>::max();
 
     static void fuse(EGraph& g, HlirContext& ctx, ClassId root, const NodeSpec& region, const std::vector<ClassId>& region_kids,
-                     ENodeId first) {
+                     ENodeId first, const std::vector<std::optional<ENodeId>>& gemvs) {
         const std::size_t n_in = region_kids.size();
-        std::vector<std::optional<ENodeId>> gemvs(n_in);
-        for (std::size_t i = 0; i < n_in; ++i)
-            if (reads_whole(region, i)) gemvs[i] = partner(g, ctx, region_kids[i], region.shape, first);
         const NodeSpec lead = ctx.spec(g, first);
         const auto& lead_op = *lead.payload_as<cuda::GemvOp>();
         std::vector<ClassId> children;
@@ -255,13 +274,12 @@ struct GemvReadsThroughCopy {
     using pattern = As<"gemv", AnyArity<op_symbol<cuda::GemvOp>>>;
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        const NodeSpec gemv = ctx.spec(g, m.node<"gemv">());
-        const auto& op = *gemv.payload_as<cuda::GemvOp>();
-        if (op.prologue || !gemv.views[0].is_contiguous()) return;
+        const NodeSpec& gemv = ctx.spec(g, m.node<"gemv">());
+        if (gemv.payload_as<cuda::GemvOp>()->prologue || !gemv.views[0].is_contiguous()) return;
         const auto kids = g.children(m.node<"gemv">());
         for (ENodeId c : g.class_nodes(g.find(kids[0]))) {
             if (!g.alive(c) || ctx.spec(g, c).kind != sym(OpKind::Cast)) continue;
-            const NodeSpec cast = ctx.spec(g, c);
+            const NodeSpec& cast = ctx.spec(g, c);
             const DType from = ctx.facts(g, g.children(c)[0]).dtype;
             // The Gemv reads its activation by element index, so any view of as many elements will do.
             if (!is_float(from) || cast.dtype != DType::F32 || !(cast.views[0].numel() == gemv.views[0].numel())) continue;
@@ -269,7 +287,9 @@ struct GemvReadsThroughCopy {
             children[0] = g.find(g.children(c)[0]);
             std::vector<ShapeTracker> views = gemv.views;
             views[0] = cast.views[0];
-            g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(op, std::move(views), gemv.shape, gemv.dtype), children));
+            // Built before add_spec, which may move the specs `gemv` and `cast` refer to.
+            NodeSpec through = NodeSpec::backend(*gemv.payload_as<cuda::GemvOp>(), std::move(views), gemv.shape, gemv.dtype);
+            g.merge(m.root(g), add_spec(g, ctx, std::move(through), children));
             return;
         }
     }

@@ -8,6 +8,7 @@
 // LUMINAL_DUMP=<dir>, every source compiled lands in <dir>/kernels, and a
 // source that does not compile leaves its NVRTC log beside it.
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -48,14 +49,18 @@ public:
         std::string key = key_of(source, arch);
         std::lock_guard lock(mutex_);
         if (auto it = memory_.find(key); it != memory_.end()) return it->second;
+        const auto start = std::chrono::steady_clock::now();
         auto cubin = read_cache(key);
         const auto dumped = dump_source(key, source);
-        if (!cubin) {
+        if (cubin) {
+            ++from_disk_;
+        } else {
             cubin = std::make_shared<const std::vector<char>>(run_nvrtc(source, options, kernel, dumped));
             ++compiled_;
             write_cache(key, *cubin);
         }
         memory_.emplace(std::move(key), cubin);
+        seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         return cubin;
     }
 
@@ -64,6 +69,10 @@ public:
 
     // Sources compiled by NVRTC in this process (not found in either cache).
     std::size_t compiled() const { return compiled_; }
+    // Sources whose cubin came from the disk cache in this process.
+    std::size_t from_disk() const { return from_disk_; }
+    // Wall time this process spent getting cubins not already in memory: NVRTC's builds and disk cache reads.
+    double seconds() const { return seconds_; }
 
     // Where LUMINAL_DUMP puts kernel sources; empty when it is not set.
     static std::filesystem::path dump_dir() {
@@ -220,6 +229,8 @@ private:
     std::mutex mutex_;
     std::unordered_map<std::string, std::shared_ptr<const std::vector<char>>> memory_;
     std::size_t compiled_ = 0;
+    std::size_t from_disk_ = 0;
+    double seconds_ = 0;
 };
 
 }  // namespace luminal::cuda

@@ -5,6 +5,7 @@
 // the view pads: one kernel instead of one per half and one for the sum.
 // The result is a cuda.Region (region_op.hpp); regions reading it grow the
 // same way, and FusedElementwise keeps the element-for-element fusions.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -93,8 +94,20 @@ inline std::optional<std::pair<Body, std::vector<ClassId>>> producer(const EGrap
     return best;
 }
 
+// Whether a node of spec `spec` loads an input at its element through
+// padding: most do not, and are passed over before their body is built.
+inline bool loads_through_padding(const NodeSpec& spec) {
+    auto padded = [](const ShapeTracker& v) { return v.is_padded_or_masked(); };
+    if (const auto* region = spec.payload_as<cuda::RegionOp>())
+        return std::any_of(region->body.steps.begin(), region->body.steps.end(), [&](const Step& s) {
+            return s.kind == StepKind::Load && s.at == cuda::kAtElement && padded(s.view);
+        });
+    return std::any_of(spec.views.begin(), spec.views.end(), padded);
+}
+
 // Node n with the producers it reads through padding inlined, merged into `root`'s class.
 inline void inline_padded_producers(EGraph& g, HlirContext& ctx, ClassId root, ENodeId n) {
+    if (!loads_through_padding(ctx.spec(g, n))) return;
     const NodeSpec spec = ctx.spec(g, n);  // a copy: add_spec may move the specs
     std::vector<DType> dtypes;
     std::vector<ClassId> kids;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "luminal/cuda/reduce_op.hpp"
@@ -23,10 +24,26 @@ inline constexpr std::size_t kMaxRowStages = 8;
 using cuda::RowOperand;
 using cuda::RowStage;
 
-// Reads the same positions: equal dims, index and validity.
-inline bool same_reads(const ShapeTracker& a, const ShapeTracker& b) {
-    return a.dims() == b.dims() && a.index_expression() == b.index_expression() && a.valid_expression() == b.valid_expression();
-}
+// A view with its index and validity at hand: rows test every input of every
+// region they meet against one broadcast, most of them equal to it or of
+// other dims, which is settled before any expression is looked at.
+struct Reads {
+    ShapeTracker view;
+    Expression index, valid;
+    explicit Reads(ShapeTracker v) : view(std::move(v)), index(view.index_expression()), valid(view.valid_expression()) {}
+
+    // Whether `v` reads the same positions: equal dims, index and validity.
+    bool same_as(const ShapeTracker& v) const {
+        if (v == view) return true;
+        if (v.rank() != view.rank()) return false;
+        for (std::size_t i = 0; i < v.rank(); ++i)
+            if (!(v.axes()[i].size == view.axes()[i].size)) return false;
+        return v.index_expression() == index && v.valid_expression() == valid;
+    }
+    bool read_by_any(const std::vector<ShapeTracker>& views) const {
+        return std::any_of(views.begin(), views.end(), [&](const ShapeTracker& v) { return same_as(v); });
+    }
+};
 
 // A Row being grown: the node's inputs as (class, view) pairs in the result's index space.
 struct RowDraft {
@@ -37,8 +54,6 @@ struct RowDraft {
     cuda::RowOp op;
 
     Shape outer() const { return Shape(shape.begin(), shape.end() - 1); }
-    // How an input holding one value per row is read at each element.
-    ShapeTracker row_broadcast() const { return ShapeTracker(outer()).expand_dim(shape.size() - 1, shape.back()); }
 
     RowOperand input(ClassId c, const ShapeTracker& v) {
         for (std::size_t i = 0; i < children.size(); ++i)
@@ -97,6 +112,25 @@ private:
     }
 };
 
+// How an input holding one value per row of `shape` is read at each element.
+// Remembered per shape (interned expressions live as long as the process):
+// every region and row of a shape asks again, and building it each time was much of the row rules' time.
+inline const Reads& row_broadcast(const Shape& shape) {
+    struct ShapeHash {
+        std::size_t operator()(const Shape& s) const {
+            std::size_t h = s.size();
+            for (const Expression& e : s) h = h * 0x9E3779B97F4A7C15ull ^ e.hash();
+            return h;
+        }
+    };
+    thread_local std::unordered_map<Shape, Reads, ShapeHash> known;
+    auto it = known.find(shape);
+    if (it == known.end())
+        it = known.emplace(shape, Reads(ShapeTracker(Shape(shape.begin(), shape.end() - 1)).expand_dim(shape.size() - 1, shape.back())))
+                 .first;
+    return it->second;
+}
+
 // A per-row region's program with its index expressions over the row's
 // elements: the region's element o is the row z / length.
 inline std::shared_ptr<const FusedProgram> in_row_index_space(const std::shared_ptr<const FusedProgram>& program,
@@ -107,34 +141,39 @@ inline std::shared_ptr<const FusedProgram> in_row_index_space(const std::shared_
     return moved;
 }
 
-// The stage node n of input t's class computes, if it is a fold over the row
-// or a per-row region; its own inputs join `row`.
+// Whether a node of spec s can be a stage of `row` as far as its op and
+// shape tell (`rows`: product(row.outer())). stage_of reads only nodes that
+// can, so that the others are passed over without copying the draft.
+inline bool may_stage(const NodeSpec& s, const RowDraft& row, const Expression& rows) {
+    const std::size_t last = row.shape.size() - 1;
+    if (s.kind == op_symbol<FusedElementwiseOp>)
+        return product(s.shape) == rows && s.payload_as<FusedElementwiseOp>()->program->steps.size() <= kMaxFusedSteps;
+    if (s.kind == op_symbol<cuda::ReduceOp>) return s.payload_as<cuda::ReduceOp>()->axis == last;
+    return !s.op.payload && (s.kind == sym(OpKind::SumReduce) || s.kind == sym(OpKind::MaxReduce)) && s.op.axis == last;
+}
+
+// The stage node n of input t's class computes (a node may_stage accepts):
+// a fold over the row or a per-row region; its own inputs join `row`.
 inline std::optional<RowStage> stage_of(const EGraph& g, const HlirContext& ctx, RowDraft& row, ENodeId n) {
     const std::size_t last = row.shape.size() - 1;
-    const NodeSpec s = ctx.spec(g, n);  // a copy: the draft's inputs may be added while it is read
+    const NodeSpec& s = ctx.spec(g, n);
     auto kids = g.children(n);
     RowStage stage;
     stage.dtype = s.dtype;
     if (auto* region = s.payload_as<FusedElementwiseOp>()) {
-        if (!(product(s.shape) == product(row.outer())) || region->program->steps.size() > kMaxFusedSteps) return std::nullopt;
+        const Shape outer = row.outer();
         stage.folds = false;
         stage.program = in_row_index_space(region->program, row.shape.back());
         for (std::size_t k = 0; k < kids.size(); ++k) {
             // The region's element o is row o: its inputs read in the row's outer dims, once per row.
-            auto per_row = s.shape == row.outer() ? std::optional(s.views[k]) : s.views[k].reshape(row.outer());
+            auto per_row = s.shape == outer ? std::optional(s.views[k]) : s.views[k].reshape(outer);
             if (!per_row) return std::nullopt;
             stage.operands.push_back(row.input(g.find(kids[k]), per_row->expand_dim(last, row.shape.back())));
         }
         return stage;
     }
-    if (auto* r = s.payload_as<cuda::ReduceOp>()) {
-        if (r->axis != last) return std::nullopt;
-        stage.fold = r->fold, stage.program = r->prologue;
-    } else if (!s.op.payload && (s.kind == sym(OpKind::SumReduce) || s.kind == sym(OpKind::MaxReduce)) && s.op.axis == last) {
-        stage.fold = static_cast<OpKind>(s.kind);
-    } else {
-        return std::nullopt;
-    }
+    if (auto* r = s.payload_as<cuda::ReduceOp>()) stage.fold = r->fold, stage.program = r->prologue;
+    else stage.fold = static_cast<OpKind>(s.kind);
     for (std::size_t k = 0; k < kids.size(); ++k) {
         if (s.views[k].dims() != row.shape) return std::nullopt;
         stage.operands.push_back(row.input(g.find(kids[k]), s.views[k]));
@@ -148,8 +187,9 @@ inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx,
     const ClassId c = row.children[t];
     std::optional<RowDraft> best;
     std::tuple<std::size_t, std::size_t> best_score{};
+    const Expression rows = product(row.outer());
     for (ENodeId n : g.class_nodes(c)) {
-        if (!g.alive(n)) continue;
+        if (!g.alive(n) || !may_stage(ctx.spec(g, n), row, rows)) continue;
         RowDraft trial = row;
         auto stage = stage_of(g, ctx, trial, n);
         if (!stage) continue;
@@ -167,14 +207,13 @@ inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx,
     return best;
 }
 
-// Absorbs every per-row input it can; false when none was.
-inline bool grow(const EGraph& g, const HlirContext& ctx, RowDraft& row) {
+// Absorbs every per-row input it can; false when none was. `broadcast` is row_broadcast(row.shape).
+inline bool grow(const EGraph& g, const HlirContext& ctx, RowDraft& row, const Reads& broadcast) {
     bool grew = false;
     for (bool again = true; again && row.op.stages.size() < kMaxRowStages;) {
         again = false;
-        const ShapeTracker broadcast = row.row_broadcast();
         for (std::size_t t = 0; t < row.children.size(); ++t) {
-            if (!same_reads(row.views[t], broadcast)) continue;
+            if (!broadcast.same_as(row.views[t])) continue;
             auto trial = absorbed(g, ctx, row, t);
             if (!trial || trial->children.empty() || trial->children.size() > kMaxFusedInputs) continue;
             row = std::move(*trial);

@@ -9,6 +9,9 @@
 // padding compose in this form exactly, so any chain of permute / expand / slice
 // / pad stays one affine map plus one predicate. Reshape composes when axes can
 // be split or merged in place; otherwise the caller must copy (see reshape()).
+#include <absl/container/flat_hash_map.h>
+
+#include <cstdint>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -53,9 +56,11 @@ public:
         for (auto& a : axes_) n = n * a.size;
         return n;
     }
-    bool is_broadcast(std::size_t axis) const { return axes_.at(axis).stride == Expression(0); }
+    bool is_broadcast(std::size_t axis) const { return is_zero(axes_.at(axis).stride); }
     bool axis_fully_valid(std::size_t axis) const {
         auto& a = axes_.at(axis);
+        // An axis no slice or pad touched (offset 0, window [0, size)), most of them, needs no proof.
+        if (is_zero(a.offset) && is_zero(a.valid_lo) && a.valid_hi == a.size) return true;
         return le(a.valid_lo, a.offset) == Expression(1) && le(a.offset + a.size, a.valid_hi) == Expression(1);
     }
     bool is_padded_or_masked() const {
@@ -187,20 +192,24 @@ public:
     }
     // Buffer offset read for the element at Expression::index().
     Expression index_expression() const {
-        Expression index = base_;
-        for (std::size_t i = 0; i < rank(); ++i)
-            if (!(axes_[i].stride == Expression(0))) index = index + (coordinate(i) + axes_[i].offset) * axes_[i].stride;
-        return index;
+        return remembered(Built::Index, [&] {
+            Expression index = base_;
+            for (std::size_t i = 0; i < rank(); ++i)
+                if (!is_zero(axes_[i].stride)) index = index + (coordinate(i) + axes_[i].offset) * axes_[i].stride;
+            return index;
+        });
     }
     // 1 where the element at Expression::index() exists, 0 where it is padding.
     Expression valid_expression() const {
-        Expression valid = 1;
-        for (std::size_t i = 0; i < rank(); ++i) {
-            if (axis_fully_valid(i)) continue;
-            Expression p = coordinate(i) + axes_[i].offset;
-            valid = logical_and(valid, logical_and(le(axes_[i].valid_lo, p), lt(p, axes_[i].valid_hi)));
-        }
-        return valid;
+        return remembered(Built::Valid, [&] {
+            Expression valid = 1;
+            for (std::size_t i = 0; i < rank(); ++i) {
+                if (axis_fully_valid(i)) continue;
+                Expression p = coordinate(i) + axes_[i].offset;
+                valid = logical_and(valid, logical_and(le(axes_[i].valid_lo, p), lt(p, axes_[i].valid_hi)));
+            }
+            return valid;
+        });
     }
 
     friend bool operator==(const ShapeTracker&, const ShapeTracker&) = default;
@@ -213,6 +222,26 @@ public:
     std::string to_string() const;
 
 private:
+    // Without interning a 0 to compare with: views are tested many times over during saturation.
+    static bool is_zero(const Expression& e) { return e.as_constant() == std::int64_t{0}; }
+
+    // A view's index and validity are functions of the view alone, asked for again and again
+    // by the rules and the cost model while a model compiles: each is built once per view and
+    // thread (interned expressions live as long as the process).
+    enum class Built : std::uint8_t { Index, Valid };
+    template <typename Build>
+    Expression remembered(Built which, Build&& build) const {
+        struct Hash {
+            std::size_t operator()(const ShapeTracker& v) const { return v.hash(); }
+        };
+        thread_local absl::flat_hash_map<ShapeTracker, Expression, Hash> known[2];
+        auto& views = known[static_cast<std::size_t>(which)];
+        if (auto it = views.find(*this); it != views.end()) return it->second;
+        const Expression e = build();
+        views.emplace(*this, e);
+        return e;
+    }
+
     // The shape is printed only when the axis is out of range (check() would format it every time).
     std::size_t checked_axis(std::size_t axis, const char* where) const {
         if (axis >= rank())
