@@ -89,10 +89,37 @@ def _unknown_op(x):
     return torch.special.bessel_j0(x) + 1
 
 
+def _bitwise(x, y):
+    return x & y, x | y, x ^ y, ~x, x & 6, x | -3 if x.is_signed() else x | 3, (x > 0) | y
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int32, torch.int64])
+def test_integer_bitwise_ops_match_torch(dtype):
+    torch._dynamo.reset()
+    info = torch.iinfo(dtype)
+    edges = torch.tensor([0, 1, info.max, info.min, info.max - 1, info.min + 1], dtype=dtype)
+    random = torch.randint(info.min, info.max, (2, 40), dtype=dtype, generator=torch.Generator().manual_seed(0))
+    x, y = torch.cat([edges, random[0]]), torch.cat([edges.flip(0), random[1]])
+    if dtype.is_signed:
+        x, y = torch.cat([x, torch.tensor([-1, -2, 5], dtype=dtype)]), torch.cat([y, torch.tensor([-1, 3, -6], dtype=dtype)])
+    ours = torch.compile(_bitwise, backend="luminal")(x, y)
+    for got, expected in zip(ours, _bitwise(x, y)):
+        assert got.dtype == expected.dtype
+        assert torch.equal(got, expected), (got, expected)
+
+
 def test_unknown_op_names_the_aten_op_and_the_fx_node():
     compiled = torch.compile(_unknown_op, backend="luminal")
     with pytest.raises(Exception, match=r"no luminal translation for aten\.special_bessel_j0\.default \(FX node "
                                         r"'special_bessel_j0'\)"):
+        compiled(torch.randn(4))
+
+
+def test_complex_op_says_complex_tensors_are_not_supported():
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: torch.view_as_real(torch.polar(torch.ones_like(x), x)), backend="luminal")
+    with pytest.raises(Exception, match=r"aten\.polar\.default \(FX node 'polar'\): its result is complex, and "
+                                        r"luminal has no complex dtype"):
         compiled(torch.randn(4))
 
 
