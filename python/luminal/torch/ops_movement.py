@@ -61,11 +61,17 @@ def squeeze(cx, x, dims=None):
 
 def _clamp_index(value, size, default):
     """A slice bound as PyTorch reads it: None = default, negatives from the end, clamped to
-    the size (a symbolic bound is taken to be non-negative)."""
+    the size. A symbolic bound's sign comes from its range (x[-n:] gives -n)."""
     if value is None:
         return default
     if not isinstance(value, int):
-        return _luminal.min_expr(value, size)
+        low, high = Expr(value).range
+        if low >= 0:
+            return _luminal.min_expr(value, size)
+        if high is not None and high < 0:
+            return _luminal.max_expr(Expr(size) + value, 0)
+        raise Error(f"slice: the bound {value} may be negative or not (its range is [{low}, {high}]), "
+                    "which selects from the end or from the start")
     if is_static(size):
         return min(max(value + size if value < 0 else value, 0), size)
     if value < 0:
@@ -98,6 +104,15 @@ def slice_scatter(cx, x, src, dim=0, start=None, end=None, step=1):
     count = (Expr(hi) - lo + (step - 1)) // step
     positions = cx.graph.iota(Expr.index() * step + lo, [count], DType.i64)
     return index_put(cx, x, [None] * axis + [positions], src)
+
+
+@translates(*aten_ops("select_scatter.default"))
+def select_scatter(cx, x, src, dim, index):
+    """x with x.select(dim, index) replaced by src: a one-wide slice_scatter."""
+    axis = cx.axis(dim, x.ndim)
+    if isinstance(index, int) and index < 0:
+        index = x.shape[axis] + index
+    return slice_scatter(cx, x, src.unsqueeze(axis), axis, index, index + 1)
 
 
 @translates(*aten_ops("select.int", "select_copy.int"))
@@ -204,6 +219,38 @@ def constant_pad_nd(cx, x, pad, value=0):
         if before or after:
             out = out.pad_along(axis, before, after, float(value))
     return out
+
+
+def _edge_pad(cx, x, pad, source):
+    """Pads the last len(pad) // 2 axes by reading each output position's element at
+    source(position - before, size): an index_select along each axis."""
+    out = x
+    for i in range(len(pad) // 2):
+        axis = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        size = out.shape[axis]
+        picks = cx.graph.iota(source(Expr.index() - before, Expr(size)), [Expr(size) + before + after], DType.i32)
+        out = out.index_select(axis, picks)
+    return out
+
+
+def _reflect(p, size):
+    # p mirrored at both ends without repeating them: size - 1 - |size - 1 - |p||
+    return size - 1 - _abs_expr(size - 1 - _abs_expr(p))
+
+
+def _abs_expr(e):
+    return _luminal.max_expr(e, Expr(0) - e)
+
+
+@translates(*aten_ops("reflection_pad1d.default", "reflection_pad2d.default", "reflection_pad3d.default"))
+def reflection_pad(cx, x, padding):
+    return _edge_pad(cx, x, list(padding), _reflect)
+
+
+@translates(*aten_ops("replication_pad1d.default", "replication_pad2d.default", "replication_pad3d.default"))
+def replication_pad(cx, x, padding):
+    return _edge_pad(cx, x, list(padding), lambda p, size: _luminal.min_expr(_luminal.max_expr(p, 0), size - 1))
 
 
 @translates(*aten_ops("repeat.default"))
