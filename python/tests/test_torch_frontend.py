@@ -89,6 +89,20 @@ def _unknown_op(x):
     return torch.special.bessel_j0(x) + 1
 
 
+def test_slice_from_a_symbolic_negative_start():
+    # x[..., -n:] with n a dynamic size (Mamba's convolution state): the start is -n, which
+    # must count from the end, not be clamped as a non-negative index.
+    def tail(x, y):
+        return x[..., -y.shape[-1]:] * y
+
+    torch._dynamo.reset()
+    compiled = torch.compile(tail, backend="luminal")
+    x = torch.randn(2, 12)
+    for n in (3, 5, 8):
+        y = torch.randn(2, n)
+        torch.testing.assert_close(compiled(x, y), tail(x, y))
+
+
 def _bitwise(x, y):
     return x & y, x | y, x ^ y, ~x, x & 6, x | -3 if x.is_signed() else x | 3, (x > 0) | y
 
