@@ -76,3 +76,16 @@ TEST_CASE("a reshape whose element counts are equal only at run time is guarded,
     CHECK(rt.get<float>(y) == std::vector<float>{1, 3, 5, 2, 4, 6});
     CHECK(error_of(rt, DynMap{{'a', 7}}).find("reshape assumed the sizes") != std::string::npos);
 }
+
+TEST_CASE("a matmul whose inner sizes are equal only at run time is guarded, not refused") {
+    Graph g;
+    luminal::GraphTensor x = g.tensor({2, 'a'}), w = g.tensor({3, 2});
+    luminal::GraphTensor y = x.matmul(w).output();
+    REQUIRE(g.guards().equalities().size() == 1);
+    ReferenceRuntime rt = g.compile(ReferenceRuntime{});
+    rt.set_data(x, std::vector<float>{1, 2, 3, 4, 5, 6});
+    rt.set_data(w, std::vector<float>{1, 0, 0, 1, 1, 1});
+    rt.execute(DynMap{{'a', 3}});
+    CHECK(rt.get<float>(y) == std::vector<float>{4, 5, 10, 11});  // [[1 2 3] [4 5 6]] @ [[1 0] [0 1] [1 1]]
+    CHECK(error_of(rt, DynMap{{'a', 4}}).find("matmul assumed the sizes") != std::string::npos);
+}
