@@ -14,7 +14,6 @@ KNOWN_FAILURES: dict[tuple[str, str, int], str] = {
     ("eye", "float32", 1): _ZERO_SIZE,
     ("eye", "bfloat16", 0): _ZERO_SIZE,
     ("index_put", "float32", 1): "a boolean-mask index has a data-dependent shape, which luminal cannot compile",
-    ("index_put", "float32", 2): "index_put with accumulate=True (a scatter-add) has no translation",
     ("log_softmax.with_dtype", "float32", 0): _FLOAT64,
     ("log_softmax.with_dtype", "float32", 1): _FLOAT64,
     ("log_softmax.with_dtype", "float32", 2): _FLOAT64,

@@ -1,5 +1,5 @@
 """Core ATen overloads that torch.compile's decompositions remove before the backend sees
-them (edge pads, fill, select_scatter), traced as they are with make_fx and translated
+them (edge pads, fill, select_scatter, inference dropout), traced as they are with make_fx and translated
 directly, against eager. (The README's coverage figure is checked with its op table, in
 test_torch_frontend.py.)"""
 from __future__ import annotations
@@ -23,6 +23,7 @@ CASES = {
     "replication_pad3d": (lambda x: aten.replication_pad3d(x, [0, 2, 1, 1, 3, 0]), (1, 1, 4, 5, 6)),
     "fill": (lambda x: aten.fill.Scalar(x, 2.5), (3, 4)),
     "select_scatter": (lambda x: aten.select_scatter(x, x[:, :, 1] * 2, 2, -1), (2, 3, 4)),
+    "native_dropout": (lambda x: aten.native_dropout(x, 0.5, False)[0] * 2, (3, 4)),
 }
 
 

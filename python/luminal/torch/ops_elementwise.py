@@ -400,6 +400,15 @@ def to_copy(cx, x, *args, **kwargs):
     return cx.tensor(x).cast(cx.out_dtype())
 
 
+@translates(*aten_ops("native_dropout.default"))
+def native_dropout(cx, x, p, train):
+    """Dropout at inference (train False): the input and a mask that keeps everything.
+    Training draws random numbers, which luminal has no generator for."""
+    if train:
+        raise Error(f"{cx.where()}: dropout in training draws random numbers, which luminal does not")
+    return x, cx.tensor(True, DType.bool).expand(x.shape)
+
+
 @translates(*aten_ops("clone.default", "alias.default", "lift_fresh_copy.default", "detach.default",
                       "contiguous.default", "_assert_tensor_metadata.default"))
 def identity(cx, x, *args, **kwargs):

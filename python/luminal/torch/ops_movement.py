@@ -106,6 +106,20 @@ def slice_scatter(cx, x, src, dim=0, start=None, end=None, step=1):
     return index_put(cx, x, [None] * axis + [positions], src)
 
 
+@translates(*aten_ops("diagonal.default", "diagonal_copy.default"))
+def diagonal(cx, x, offset=0, dim1=0, dim2=1):
+    """The diagonal of axes dim1 and dim2 as a new last axis: those two axes moved last and
+    merged, then the elements (i + rows before) * columns + i + columns before picked."""
+    a, b = cx.axis(dim1, x.ndim), cx.axis(dim2, x.ndim)
+    order = [d for d in range(x.ndim) if d not in (a, b)] + [a, b]
+    rows, columns = x.shape[a], x.shape[b]
+    skip_rows, skip_columns = max(-offset, 0), max(offset, 0)
+    length = cx.out_shape()[-1]
+    merged = x.permute(order).merge_dims(x.ndim - 2)
+    picks = cx.graph.iota((Expr.index() + skip_rows) * columns + Expr.index() + skip_columns, [length], DType.i64)
+    return merged.index_select(x.ndim - 2, picks)
+
+
 @translates(*aten_ops("select_scatter.default"))
 def select_scatter(cx, x, src, dim, index):
     """x with x.select(dim, index) replaced by src: a one-wide slice_scatter."""

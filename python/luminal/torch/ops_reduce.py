@@ -32,6 +32,30 @@ def mean(cx, x, dims=None, keepdim=False, dtype=None):
     return x.mean(_dims(x, dims), keepdim)
 
 
+@translates(*aten_ops("prod.default", "prod.dim_int"))
+def prod(cx, x, dim=None, keepdim=False, dtype=None):
+    """A product over one axis (all of them by default) by halving: the two halves of the
+    axis multiplied until one element is left, log2(size) exact f32 products."""
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    if dim is None:
+        x = x.reshape([-1]) if x.ndim else x.reshape([1])
+        dim = 0
+    axis = cx.axis(dim, x.ndim) if x.ndim else 0
+    if x.ndim == 0:
+        return x
+    size = x.shape[axis]
+    if not isinstance(size, int):
+        raise Error(f"{cx.where()}: a product over the dynamic size {size} is not supported")
+    if size == 0:
+        return cx.tensor(1, x.dtype).expand(cx.out_shape())
+    while size > 1:
+        half = size // 2
+        paired = x.slice_along(axis, 0, half) * x.slice_along(axis, half, 2 * half)
+        x = paired.concat_along(x.slice_along(axis, 2 * half, size), axis) if size % 2 else paired
+        size = half + size % 2
+    return x if keepdim else x.squeeze(axis)
+
+
 @translates(*aten_ops("amax.default", "max.default"))
 def amax(cx, x, dims=None, keepdim=False):
     if x.ndim == 0:
