@@ -20,6 +20,8 @@ FAMILIES = (
     ("masked_scatter", "data-dependent sizes"),
     ("as_strided", "strided memory, resizing"), ("resize_", "strided memory, resizing"),
     ("dist", "distances"), ("embedding_bag", "embedding bags"),
+    ("batch_norm", "batch and group normalisation"), ("group_norm", "batch and group normalisation"),
+    ("scatter_reduce", "scatter with a reduction"), (".out", "out= variants"),
 )
 
 
