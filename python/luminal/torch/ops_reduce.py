@@ -166,6 +166,59 @@ def native_layer_norm(cx, x, normalized_shape, weight, bias, eps):
     return out, mean, rstd
 
 
+def _per_channel(cx, t, ndim: int, dtype):
+    """A [C] tensor shaped to broadcast over axis 1 of a rank-ndim input."""
+    return cx.tensor(t, dtype).reshape([-1] + [1] * (ndim - 2))
+
+
+def _affine(cx, out, weight, bias, dtype):
+    if weight is not None:
+        out = out * _per_channel(cx, weight, out.ndim, dtype)
+    if bias is not None:
+        out = out + _per_channel(cx, bias, out.ndim, dtype)
+    return out
+
+
+@translates(*aten_ops("_native_batch_norm_legit_no_training.default"))
+def batch_norm_inference(cx, x, weight, bias, running_mean, running_var, momentum, eps):
+    """Batch norm with the running statistics; the two saved statistics are empty, as in
+    torch (nothing reads them at inference)."""
+    dtype = opmath(cx.out_dtype(0))
+    x = cx.tensor(x, dtype)
+    rstd = (_per_channel(cx, running_var, x.ndim, dtype) + eps).rsqrt()
+    out = _affine(cx, (x - _per_channel(cx, running_mean, x.ndim, dtype)) * rstd, weight, bias, dtype)
+    empty = cx.tensor(0.0, dtype).expand([0])
+    return out, empty, empty
+
+
+@translates(*aten_ops("_native_batch_norm_legit.no_stats"))
+def batch_norm_batch_statistics(cx, x, weight, bias, training, momentum, eps):
+    """Batch norm with the batch's own statistics (no running ones to update): mean and
+    biased variance over every axis but the channels."""
+    dtype = opmath(cx.out_dtype(0))
+    x = cx.tensor(x, dtype)
+    axes = [a for a in range(x.ndim) if a != 1]
+    mean = x.mean(axes, True)
+    centered = x - mean
+    rstd = ((centered * centered).mean(axes, True) + eps).rsqrt()
+    out = _affine(cx, centered * rstd, weight, bias, dtype)
+    return out, mean.reshape([-1]), rstd.reshape([-1])
+
+
+@translates(*aten_ops("native_group_norm.default"))
+def native_group_norm(cx, x, weight, bias, n, c, hw, group, eps):
+    """Group norm: statistics over each group of channels and all positions; mean and rstd
+    come back as [N, group]."""
+    dtype = opmath(cx.out_dtype(0))
+    x = cx.tensor(x, dtype)
+    grouped = x.reshape([n, group, -1])
+    mean = grouped.mean([2], True)
+    centered = grouped - mean
+    rstd = ((centered * centered).mean([2], True) + eps).rsqrt()
+    out = _affine(cx, (centered * rstd).reshape(x.shape), weight, bias, dtype)
+    return out, mean.reshape([n, group]), rstd.reshape([n, group])
+
+
 def _product(cx, a, b):
     dtype = opmath(cx.out_dtype())
     if dtype not in FLOATS and dtype not in (DType.i32, DType.i64):
