@@ -191,18 +191,42 @@ def batch_norm_inference(cx, x, weight, bias, running_mean, running_var, momentu
     return out, empty, empty
 
 
-@translates(*aten_ops("_native_batch_norm_legit.no_stats"))
-def batch_norm_batch_statistics(cx, x, weight, bias, training, momentum, eps):
-    """Batch norm with the batch's own statistics (no running ones to update): mean and
-    biased variance over every axis but the channels."""
-    dtype = opmath(cx.out_dtype(0))
-    x = cx.tensor(x, dtype)
+def _batch_statistics(cx, x, weight, bias, eps, dtype):
+    """Batch norm with the batch's own statistics: mean and biased variance over every axis
+    but the channels. The normalised input, the [C] mean and rstd, and the centred input."""
     axes = [a for a in range(x.ndim) if a != 1]
     mean = x.mean(axes, True)
     centered = x - mean
     rstd = ((centered * centered).mean(axes, True) + eps).rsqrt()
-    out = _affine(cx, centered * rstd, weight, bias, dtype)
-    return out, mean.reshape([-1]), rstd.reshape([-1])
+    return _affine(cx, centered * rstd, weight, bias, dtype), mean.reshape([-1]), rstd.reshape([-1]), centered
+
+
+@translates(*aten_ops("_native_batch_norm_legit.no_stats"))
+def batch_norm_batch_statistics(cx, x, weight, bias, training, momentum, eps):
+    dtype = opmath(cx.out_dtype(0))
+    return _batch_statistics(cx, cx.tensor(x, dtype), weight, bias, eps, dtype)[:3]
+
+
+@translates(*aten_ops("_native_batch_norm_legit_functional.default"))
+def batch_norm_functional(cx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Batch norm that also returns the running statistics: in training, moved toward the
+    batch's (its variance unbiased, as torch keeps it); otherwise used and kept."""
+    dtype = opmath(cx.out_dtype(0))
+    x = cx.tensor(x, dtype)
+    if not training:
+        rstd = (_per_channel(cx, running_var, x.ndim, dtype) + eps).rsqrt()
+        out = _affine(cx, (x - _per_channel(cx, running_mean, x.ndim, dtype)) * rstd, weight, bias, dtype)
+        empty = cx.tensor(0.0, dtype).expand([0])
+        return out, empty, empty, running_mean, running_var
+    out, mean, rstd, centered = _batch_statistics(cx, x, weight, bias, eps, dtype)
+    count = Expr(1)
+    for a in range(x.ndim):
+        count = count * (x.shape[a] if a != 1 else 1)
+    unbiased = (centered * centered).sum([a for a in range(x.ndim) if a != 1]) / cx.tensor(count - 1, dtype)
+    keep = 1.0 - momentum
+    new_mean = cx.tensor(running_mean, dtype) * keep + mean * momentum
+    new_var = cx.tensor(running_var, dtype) * keep + unbiased * momentum
+    return out, mean, rstd, new_mean, new_var
 
 
 @translates(*aten_ops("native_group_norm.default"))
