@@ -26,7 +26,6 @@ KNOWN_FAILURES: dict[tuple[str, str, int], str] = {
     ("nn.functional.scaled_dot_product_attention", "float32", 2): _SDPA,
     ("nn.functional.scaled_dot_product_attention", "bfloat16", 0): _SDPA,
     ("nn.functional.softplus", "float32", 1): _ZERO_SIZE,
-    ("repeat", "float32", 2): _ZERO_SIZE,
     ("round.decimals_0", "float32", 1): _ZERO_SIZE,
     ("round.decimals_3", "float32", 1): _ZERO_SIZE,
     ("round.decimals_neg_3", "float32", 1): _ZERO_SIZE,
