@@ -103,6 +103,22 @@ def test_slice_from_a_symbolic_negative_start():
         torch.testing.assert_close(compiled(x, y), tail(x, y))
 
 
+def test_slice_of_static_length_broadcasts_over_a_symbolic_axis():
+    # z[..., -1:] is 1 long, which torch knows; ours is size - max(size - 1, 0) for a size
+    # (P / (P / 4), Mamba-2's chunks) the simplifier cannot bound below, and broadcasting it
+    # against z must see the 1 (NemotronH), not guard it equal to 4.
+    def last_column_minus(x):
+        y = torch.nn.functional.pad(x, (0, (-x.shape[1]) % 4))
+        z = y.reshape(1, y.shape[1] // 4, -1)
+        return z[..., -1:] - z
+
+    torch._dynamo.reset()
+    compiled = torch.compile(last_column_minus, backend="luminal")
+    for n in (5, 6, 9, 13):
+        x = torch.randn(1, n)
+        torch.testing.assert_close(compiled(x), last_column_minus(x))
+
+
 def _bitwise(x, y):
     return x & y, x | y, x ^ y, ~x, x & 6, x | -3 if x.is_signed() else x | 3, (x > 0) | y
 
@@ -195,6 +211,17 @@ def test_backend_is_found_through_the_entry_point():
     names = [ep.name for ep in importlib.metadata.entry_points(group="torch_dynamo_backends")]
     assert "luminal" in names
     assert "luminal" in torch._dynamo.list_backends()
+
+
+def test_backend_by_name_without_importing_luminal_first():
+    import subprocess
+    import sys
+    code = ("import torch\n"
+            "with torch.no_grad():\n"
+            "    print(torch.compile(lambda x: x * 2 + 1, backend='luminal')(torch.ones(3)).tolist())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[3.0, 3.0, 3.0]"
 
 
 def test_readme_table_of_supported_ops_is_current():

@@ -86,6 +86,12 @@ def slice_(cx, x, dim=0, start=None, end=None, step=1):
     lo, hi = _clamp_index(start, size, 0), _clamp_index(end, size, size)
     out = x.slice_along(axis, lo, hi)
     if step == 1:
+        length = cx.out_shape()[axis]
+        if is_static(length) and not is_static(out.shape[axis]):
+            # torch knows a static length where ours is an expression equal to it only for the
+            # sizes its guards allow (x[..., -1:] is 1 long when the size is >= 1): take
+            # torch's (the reshape guards it), so that broadcasting sees the 1.
+            out = out.reshape(out.shape[:axis] + [length] + out.shape[axis + 1:])
         return out
     count = out.shape[axis]
     picks = cx.graph.iota(Expr.index() * step, [(Expr(count) + (step - 1)) // step], DType.i32)
