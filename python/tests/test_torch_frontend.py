@@ -119,6 +119,21 @@ def test_slice_of_static_length_broadcasts_over_a_symbolic_axis():
         torch.testing.assert_close(compiled(x), last_column_minus(x))
 
 
+@pytest.mark.parametrize("upper,left,unitriangular", [(False, True, True), (False, True, False), (True, True, False),
+                                                     (True, False, True), (False, False, False)])
+def test_triangular_solve_matches_eager(upper, left, unitriangular):
+    generator = torch.Generator().manual_seed(0)
+    # A well-conditioned triangle of the gated delta rule's chunk size, batched.
+    a = torch.randn(2, 3, 64, 64, generator=generator) * 0.1 + torch.eye(64) * 2
+    b = torch.randn(2, 3, 64, 5, generator=generator) if left else torch.randn(2, 3, 5, 64, generator=generator)
+
+    def solve(a, b):
+        return torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unitriangular)
+
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(solve, backend="luminal")(a, b), solve(a, b), atol=1e-5, rtol=1e-5)
+
+
 def _bitwise(x, y):
     return x & y, x | y, x ^ y, ~x, x & 6, x | -3 if x.is_signed() else x | 3, (x > 0) | y
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from .._luminal import DType, Error, Expr, Tensor
-from .table import FLOATS, Context, aten_ops, opmath, translates
+from .table import FLOATS, Context, aten_ops, is_static, opmath, translates
 
 
 def _dims(x: Tensor, dims) -> list[int]:
@@ -241,6 +241,34 @@ def native_group_norm(cx, x, weight, bias, n, c, hw, group, eps):
     rstd = ((centered * centered).mean([2], True) + eps).rsqrt()
     out = _affine(cx, (centered * rstd).reshape(x.shape), weight, bias, dtype)
     return out, mean.reshape([n, group]), rstd.reshape([n, group])
+
+
+@translates(*aten_ops("linalg_solve_triangular.default"))
+def solve_triangular(cx, a, b, *, upper, left=True, unitriangular=False):
+    """X with A X = B (X A = B when not left) for triangular A. With D its diagonal and N
+    the rest, A = D (I + D^-1 N), and I + M for a strictly triangular M has the inverse
+    (I - M)(I + M^2)(I + M^4)... (M^n = 0): log2(n) pairs of products instead of n
+    dependent substitution steps (the gated delta rule's chunk-sized UT systems)."""
+    dtype = opmath(cx.out_dtype())
+    a, b = cx.tensor(a, dtype), cx.tensor(b, dtype)
+    if not left:  # X A = B is A^T X^T = B^T
+        return solve_triangular(cx, a.transpose(-1, -2), b.transpose(-1, -2), upper=not upper,
+                                unitriangular=unitriangular).transpose(-1, -2)
+    n = a.shape[-1]
+    if not is_static(n):
+        raise Error(f"{cx.where()}: a triangular solve over the dynamic size {n} is not supported")
+    strict = a.triu(1) if upper else a.tril(-1)
+    x, m = b, -strict
+    if not unitriangular:
+        diagonal = (a.tril(0) - a.tril(-1)).sum([-1], True)  # [.., n, 1]
+        x, m = b / diagonal, m / diagonal
+    power = 1
+    while power < n:
+        x = x + m.matmul(x)
+        power *= 2
+        if power < n:
+            m = m.matmul(m)
+    return x
 
 
 def _product(cx, a, b):
