@@ -134,6 +134,20 @@ def test_triangular_solve_matches_eager(upper, left, unitriangular):
     torch.testing.assert_close(torch.compile(solve, backend="luminal")(a, b), solve(a, b), atol=1e-5, rtol=1e-5)
 
 
+def test_select_on_an_axis_one_long_only_under_guards():
+    # [:, 0] of the chunk axis reads min(chunks, 1) long, which is 1 for every length
+    # torch allows but not provably (the chunked gated delta rule of Qwen3-Next).
+    def first_chunk(x):
+        y = torch.nn.functional.pad(x, (0, (-x.shape[1]) % 4))
+        return y.reshape(1, -1, 4)[:, 0] * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(first_chunk, backend="luminal")
+    for n in (5, 6, 9, 13):
+        x = torch.randn(1, n)
+        torch.testing.assert_close(compiled(x), first_chunk(x))
+
+
 def _bitwise(x, y):
     return x & y, x | y, x ^ y, ~x, x & 6, x | -3 if x.is_signed() else x | 3, (x > 0) | y
 

@@ -140,7 +140,12 @@ def select(cx, x, dim, index):
     axis = cx.axis(dim, x.ndim)
     if isinstance(index, int) and index < 0:
         index = x.shape[axis] + index
-    return x.slice_along(axis, index, Expr(index) + 1 if not isinstance(index, int) else index + 1).squeeze(axis)
+    picked = x.slice_along(axis, index, Expr(index) + 1 if not isinstance(index, int) else index + 1)
+    if is_static(picked.shape[axis]):
+        return picked.squeeze(axis)
+    # One long only for the sizes torch's guards allow (min(chunks, 1) with chunks >= 1):
+    # the reshape drops the axis under a guard.
+    return picked.reshape(picked.shape[:axis] + picked.shape[axis + 1:])
 
 
 @translates(*aten_ops("narrow.default"))
