@@ -4,6 +4,7 @@ logits of torch.compile(backend="luminal") against eager at three prompt lengths
 without a cache. Shared by test_causal_lm_breadth.py and tools/causal_lm_table.py."""
 from __future__ import annotations
 
+import copy
 import importlib
 from dataclasses import dataclass
 
@@ -111,7 +112,8 @@ def _randomize_constant_matrices(model: torch.nn.Module) -> None:
 
 def check_against_eager(model: torch.nn.Module, vocab: int) -> None:
     """Compiles `model` with the luminal backend and compares its logits with eager's at
-    every prompt length, without and with a cache (assert_close raises on a mismatch)."""
+    every prompt length, without and with a cache (assert_close raises on a mismatch; where
+    eager's own f32 rounding exceeds the tolerance, against the f64 model instead)."""
     prompts = [torch.randint(3, vocab, (1, n), generator=torch.Generator().manual_seed(n)) for n in PROMPT_LENGTHS]
     for use_cache in (False, True):
         try:
@@ -126,8 +128,28 @@ def check_against_eager(model: torch.nn.Module, vocab: int) -> None:
         for ids, eager in zip(prompts, expected):
             with torch.no_grad():
                 ours = compiled(input_ids=ids, use_cache=use_cache).logits
+            if ours.shape == eager.shape and not torch.allclose(ours, eager, atol=TOLERANCE, rtol=TOLERANCE) and \
+                    _as_accurate_as_eager(model, ids, use_cache, ours, eager):
+                continue
+            # The first line (the table's reason) sizes the difference against the logits' scale.
+            worst = (ours - eager).abs().max().item() if ours.shape == eager.shape else float("nan")
             torch.testing.assert_close(ours, eager, atol=TOLERANCE, rtol=TOLERANCE,
-                                       msg=lambda m: f"use_cache={use_cache}, prompt length {ids.shape[1]}: {m}")
+                                       msg=lambda m: f"use_cache={use_cache}, prompt length {ids.shape[1]}: logits "
+                                                     f"differ by up to {worst:.1e} (largest |logit| "
+                                                     f"{eager.abs().max().item():.1f})\n{m}")
+
+
+def _as_accurate_as_eager(model, ids, use_cache: bool, ours: torch.Tensor, eager: torch.Tensor) -> bool:
+    """Where f32 eager itself is further than the tolerance from the f64 model (logits in
+    the tens, as CpmAnt's), rounding alone separates two f32 results: ours then passes when
+    it is within eager's own error of the f64 logits, plus the tolerance."""
+    try:
+        with torch.no_grad():
+            exact = copy.deepcopy(model).double()(input_ids=ids, use_cache=use_cache).logits
+    except Exception:  # the model does not run in f64: only the f32 comparison applies
+        return False
+    own = (eager.double() - exact).abs().max().item()
+    return own > TOLERANCE and (ours.double() - exact).abs().max().item() <= own + TOLERANCE
 
 
 def luminal_error_in(error: BaseException) -> luminal.Error | None:

@@ -73,6 +73,22 @@ def test_dimension_ranges_fold_sizes_and_guard_executions():
         rt.execute({"a": 1, "b": 1})
 
 
+def test_reshape_to_a_size_equal_only_at_run_time_is_guarded():
+    # Mamba's parallel scan reshapes a static size to a symbolic one torch knows equal under
+    # its guards; this used to crash (SIGBUS) instead of reshaping.
+    a = luminal.Expr.dim("a", 5, 7)
+    g = luminal.Graph()
+    x = g.tensor([3, 2], name="x")
+    y = x.permute([1, 0]).reshape([(a - 1) // 2 + 1, 2]).output()
+    rt = g.compile("cpu")
+    data = np.arange(6, dtype=np.float32).reshape(3, 2)
+    rt.set_data(x, data)
+    rt.execute({"a": 6})
+    np.testing.assert_array_equal(rt.get(y), data.T.reshape(3, 2))
+    with pytest.raises(luminal.Error, match="reshape assumed the sizes"):
+        rt.execute({"a": 7})
+
+
 def test_integer_and_bool_outputs():
     g = luminal.Graph()
     x = g.tensor([2, 5], name="x")

@@ -89,10 +89,96 @@ def _unknown_op(x):
     return torch.special.bessel_j0(x) + 1
 
 
+def test_slice_from_a_symbolic_negative_start():
+    # x[..., -n:] with n a dynamic size (Mamba's convolution state): the start is -n, which
+    # must count from the end, not be clamped as a non-negative index.
+    def tail(x, y):
+        return x[..., -y.shape[-1]:] * y
+
+    torch._dynamo.reset()
+    compiled = torch.compile(tail, backend="luminal")
+    x = torch.randn(2, 12)
+    for n in (3, 5, 8):
+        y = torch.randn(2, n)
+        torch.testing.assert_close(compiled(x, y), tail(x, y))
+
+
+def test_slice_of_static_length_broadcasts_over_a_symbolic_axis():
+    # z[..., -1:] is 1 long, which torch knows; ours is size - max(size - 1, 0) for a size
+    # (P / (P / 4), Mamba-2's chunks) the simplifier cannot bound below, and broadcasting it
+    # against z must see the 1 (NemotronH), not guard it equal to 4.
+    def last_column_minus(x):
+        y = torch.nn.functional.pad(x, (0, (-x.shape[1]) % 4))
+        z = y.reshape(1, y.shape[1] // 4, -1)
+        return z[..., -1:] - z
+
+    torch._dynamo.reset()
+    compiled = torch.compile(last_column_minus, backend="luminal")
+    for n in (5, 6, 9, 13):
+        x = torch.randn(1, n)
+        torch.testing.assert_close(compiled(x), last_column_minus(x))
+
+
+@pytest.mark.parametrize("upper,left,unitriangular", [(False, True, True), (False, True, False), (True, True, False),
+                                                     (True, False, True), (False, False, False)])
+def test_triangular_solve_matches_eager(upper, left, unitriangular):
+    generator = torch.Generator().manual_seed(0)
+    # A well-conditioned triangle of the gated delta rule's chunk size, batched.
+    a = torch.randn(2, 3, 64, 64, generator=generator) * 0.1 + torch.eye(64) * 2
+    b = torch.randn(2, 3, 64, 5, generator=generator) if left else torch.randn(2, 3, 5, 64, generator=generator)
+
+    def solve(a, b):
+        return torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unitriangular)
+
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(solve, backend="luminal")(a, b), solve(a, b), atol=1e-5, rtol=1e-5)
+
+
+def test_select_on_an_axis_one_long_only_under_guards():
+    # [:, 0] of the chunk axis reads min(chunks, 1) long, which is 1 for every length
+    # torch allows but not provably (the chunked gated delta rule of Qwen3-Next).
+    def first_chunk(x):
+        y = torch.nn.functional.pad(x, (0, (-x.shape[1]) % 4))
+        return y.reshape(1, -1, 4)[:, 0] * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(first_chunk, backend="luminal")
+    for n in (5, 6, 9, 13):
+        x = torch.randn(1, n)
+        torch.testing.assert_close(compiled(x), first_chunk(x))
+
+
+def _bitwise(x, y):
+    return x & y, x | y, x ^ y, ~x, x & 6, x | -3 if x.is_signed() else x | 3, (x > 0) | y
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int32, torch.int64])
+def test_integer_bitwise_ops_match_torch(dtype):
+    torch._dynamo.reset()
+    info = torch.iinfo(dtype)
+    edges = torch.tensor([0, 1, info.max, info.min, info.max - 1, info.min + 1], dtype=dtype)
+    random = torch.randint(info.min, info.max, (2, 40), dtype=dtype, generator=torch.Generator().manual_seed(0))
+    x, y = torch.cat([edges, random[0]]), torch.cat([edges.flip(0), random[1]])
+    if dtype.is_signed:
+        x, y = torch.cat([x, torch.tensor([-1, -2, 5], dtype=dtype)]), torch.cat([y, torch.tensor([-1, 3, -6], dtype=dtype)])
+    ours = torch.compile(_bitwise, backend="luminal")(x, y)
+    for got, expected in zip(ours, _bitwise(x, y)):
+        assert got.dtype == expected.dtype
+        assert torch.equal(got, expected), (got, expected)
+
+
 def test_unknown_op_names_the_aten_op_and_the_fx_node():
     compiled = torch.compile(_unknown_op, backend="luminal")
     with pytest.raises(Exception, match=r"no luminal translation for aten\.special_bessel_j0\.default \(FX node "
                                         r"'special_bessel_j0'\)"):
+        compiled(torch.randn(4))
+
+
+def test_complex_op_says_complex_tensors_are_not_supported():
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: torch.view_as_real(torch.polar(torch.ones_like(x), x)), backend="luminal")
+    with pytest.raises(Exception, match=r"aten\.polar\.default \(FX node 'polar'\): its result is complex, and "
+                                        r"luminal has no complex dtype"):
         compiled(torch.randn(4))
 
 
@@ -154,6 +240,17 @@ def test_backend_is_found_through_the_entry_point():
     names = [ep.name for ep in importlib.metadata.entry_points(group="torch_dynamo_backends")]
     assert "luminal" in names
     assert "luminal" in torch._dynamo.list_backends()
+
+
+def test_backend_by_name_without_importing_luminal_first():
+    import subprocess
+    import sys
+    code = ("import torch\n"
+            "with torch.no_grad():\n"
+            "    print(torch.compile(lambda x: x * 2 + 1, backend='luminal')(torch.ones(3)).tolist())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[3.0, 3.0, 3.0]"
 
 
 def test_readme_table_of_supported_ops_is_current():

@@ -62,7 +62,8 @@ def run_one(arch, timeout: float) -> dict:
 def short_reason(reason: str) -> str:
     missing = re.search(r"no luminal translation for (\S+)", reason)
     if missing:
-        return f"missing `{missing.group(1)}`"
+        return f"missing `{missing.group(1)}`" + (" (complex tensors: luminal has no complex dtype)"
+                                                  if "result is complex" in reason else "")
     return reason.replace("|", "\\|")[:160]
 
 
@@ -91,12 +92,15 @@ def main() -> None:
     in_scope = {k: v for k, v in results.items() if v["outcome"] != "not generic"}
     passed = sorted(k for k, v in in_scope.items() if v["outcome"] == "pass")
     not_run = len(archs) - len(results)
-    print(f"{len(passed)} of {len(in_scope)} pass ({len(results) - len(in_scope)} more have no generic tiny config"
+    share = f" ({100 * len(passed) / len(in_scope):.0f}%)" if in_scope else ""
+    print(f"{len(passed)} of {len(in_scope)} pass{share} ({len(results) - len(in_scope)} more have no generic tiny config"
           + (f"; {not_run} not run" if not_run else "") + ")\n")
-    print("| architecture | result |\n|---|---|")
-    for name, r in sorted(results.items()):
-        result = "pass" if r["outcome"] == "pass" else f"{r['outcome']}: {short_reason(r['reason'])}"
-        print(f"| {r['class']} | {result} |")
+    # One row per model type: several share a class (exaone, internlm3 and llama build LlamaForCausalLM).
+    print("| architecture | model type | result |\n|---|---|---|")
+    for arch in archs:
+        r = results.get(arch.model_type, {"outcome": "not run", "reason": ""})
+        result = "pass" if r["outcome"] == "pass" else r["outcome"] + (f": {short_reason(r['reason'])}" if r["reason"] else "")
+        print(f"| {arch.class_name} | `{arch.model_type}` | {result} |")
 
 
 if __name__ == "__main__":

@@ -124,6 +124,11 @@ TEST_CASE("a dimension's range is part of its identity and gives its bounds") {
     CHECK((r * 2 + 1).upper_bound() == 31);
     CHECK(a.to_string() == "a");
     CHECK((a + r).dims() == std::vector<char>{'a', 'r'});
+    // An unbounded dimension times a negative number is bounded above (x[-a:] in torch).
+    CHECK((a * -1).upper_bound() == -1);
+    CHECK((a * -1).lower_bound() <= luminal::detail::kNegInf);
+    CHECK((Expression::dim('b', 0) * -2).upper_bound() == 0);
+    CHECK(lt(a * -1, 0) == Expression(1));
 }
 
 TEST_CASE("min, max and comparisons fold with a dimension's range") {

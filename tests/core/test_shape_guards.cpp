@@ -61,3 +61,31 @@ TEST_CASE("one dimension with two ranges in one graph is an Error") {
     g.tensor({Expression::dim('a', 1)});
     CHECK_THROWS_WITH_AS(g.tensor({Expression::dim('a', 2)}), doctest::Contains("two ranges"), luminal::Error);
 }
+
+TEST_CASE("a reshape whose element counts are equal only at run time is guarded, not a crash") {
+    // [3, 2] as [(a - 1) / 2 + 1, 2]: 3 rows when a is 5 or 6, 4 when a is 7; no view of the
+    // axes groups the two shapes, so the data is read row-major under a guard on the counts.
+    Graph g;
+    const Expression a = Expression::dim('a', 5, 7);
+    luminal::GraphTensor x = g.tensor({3, 2});
+    luminal::GraphTensor y = x.permute({1, 0}).reshape({(a - 1) / 2 + 1, 2}).output();
+    REQUIRE(g.guards().equalities().size() == 1);
+    ReferenceRuntime rt = g.compile(ReferenceRuntime{});
+    rt.set_data(x, std::vector<float>{1, 2, 3, 4, 5, 6});
+    rt.execute(DynMap{{'a', 6}});
+    CHECK(rt.get<float>(y) == std::vector<float>{1, 3, 5, 2, 4, 6});
+    CHECK(error_of(rt, DynMap{{'a', 7}}).find("reshape assumed the sizes") != std::string::npos);
+}
+
+TEST_CASE("a matmul whose inner sizes are equal only at run time is guarded, not refused") {
+    Graph g;
+    luminal::GraphTensor x = g.tensor({2, 'a'}), w = g.tensor({3, 2});
+    luminal::GraphTensor y = x.matmul(w).output();
+    REQUIRE(g.guards().equalities().size() == 1);
+    ReferenceRuntime rt = g.compile(ReferenceRuntime{});
+    rt.set_data(x, std::vector<float>{1, 2, 3, 4, 5, 6});
+    rt.set_data(w, std::vector<float>{1, 0, 0, 1, 1, 1});
+    rt.execute(DynMap{{'a', 3}});
+    CHECK(rt.get<float>(y) == std::vector<float>{4, 5, 10, 11});  // [[1 2 3] [4 5 6]] @ [[1 0] [0 1] [1 1]]
+    CHECK(error_of(rt, DynMap{{'a', 4}}).find("matmul assumed the sizes") != std::string::npos);
+}

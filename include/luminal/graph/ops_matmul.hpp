@@ -14,9 +14,11 @@ inline GraphTensor matmul(const GraphTensor& a, const GraphTensor& b) {
     bool vector_a = a.rank() == 1, vector_b = b.rank() == 1;
     GraphTensor x = vector_a ? a.unsqueeze(0) : a;   // [.., m, k]
     GraphTensor y = vector_b ? b.unsqueeze(-1) : b;  // [.., k, n]
-    Expression k = x.view().dim(x.rank() - 1);
-    check(k == y.view().dim(y.rank() - 2), "matmul", "inner dimensions differ: {} @ {} ({} vs {})",
-          to_string(a.shape()), to_string(b.shape()), k, y.view().dim(y.rank() - 2));
+    // Inner sizes equal only for some values of the dims are guarded, as broadcasting is.
+    Expression k = detail::equal_size(x.graph(), x.view().dim(x.rank() - 1), y.view().dim(y.rank() - 2), "matmul", [&] {
+        return fmt::format("inner dimensions differ: {} @ {} ({} vs {})", to_string(a.shape()), to_string(b.shape()),
+                           x.view().dim(x.rank() - 1), y.view().dim(y.rank() - 2));
+    });
     Shape shape_x = x.shape(), shape_y = y.shape();
     Shape batch_x(shape_x.begin(), shape_x.end() - 2), batch_y(shape_y.begin(), shape_y.end() - 2);
     Shape batch = detail::broadcast_shape(x.graph(), batch_x, batch_y, "matmul");

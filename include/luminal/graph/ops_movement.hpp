@@ -51,7 +51,15 @@ inline GraphTensor reshape(const GraphTensor& x, Shape shape) {
     }
     if (auto view = x.view().reshape(shape)) return x.with_view(*view);
     GraphTensor copy = contiguous(x);
-    return copy.with_view(*copy.view().reshape(shape));
+    if (auto view = copy.view().reshape(shape)) return copy.with_view(*view);
+    // The axes do not group when the element counts can be equal only at run time (a static
+    // size an earlier op kept, under a guard, for a symbolic one): guard the counts too, and
+    // read the contiguous copy row-major in the new shape.
+    detail::equal_size(x.graph(), x.numel(), product(shape), "reshape", [&] {
+        return fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", to_string(x.shape()), x.numel(),
+                           to_string(shape), product(shape));
+    });
+    return copy.with_view(ShapeTracker(shape));
 }
 
 inline GraphTensor permute(const GraphTensor& x, const Axes& order) {

@@ -81,13 +81,14 @@ inline std::pair<std::int64_t, std::int64_t> bounds_of(ExprOp op, const ExprNode
         case ExprOp::Add:
             return {clamp_bound(__int128(a->lo) + b->lo), clamp_bound(__int128(a->hi) + b->hi)};
         case ExprOp::Mul: {
-            if (inf(a->lo) || inf(a->hi) || inf(b->lo) || inf(b->hi)) {
-                if (a->lo >= 0 && b->lo >= 0)
-                    return {clamp_bound(__int128(a->lo) * b->lo), kPosInf};
-                return {kNegInf, kPosInf};
-            }
-            __int128 c[4] = {__int128(a->lo) * b->lo, __int128(a->lo) * b->hi,
-                             __int128(a->hi) * b->lo, __int128(a->hi) * b->hi};
+            // Products of the ends over the extended integers (an infinite end times 0 is 0:
+            // the end is never reached), so -a has the upper bound -lo(a).
+            auto times = [&](std::int64_t x, std::int64_t y) -> __int128 {
+                if (x == 0 || y == 0) return 0;
+                if (inf(x) || inf(y)) return (x < 0) != (y < 0) ? kNegInf : kPosInf;
+                return __int128(x) * y;
+            };
+            __int128 c[4] = {times(a->lo, b->lo), times(a->lo, b->hi), times(a->hi, b->lo), times(a->hi, b->hi)};
             return {clamp_bound(*std::min_element(c, c + 4)), clamp_bound(*std::max_element(c, c + 4))};
         }
         case ExprOp::Div:

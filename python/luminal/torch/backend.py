@@ -13,7 +13,6 @@ import warnings
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
-from torch._dynamo.backends.registry import register_backend
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from .._luminal import Error
@@ -64,7 +63,9 @@ def _inference_only(gm, example_inputs):
                 "torch.inference_mode())")
 
 
-@register_backend(name="luminal")
+# Registered by its entry point (pyproject.toml), which dynamo loads on the first
+# backend="luminal": registering here too made that load fail ("duplicate name: luminal")
+# whenever luminal had not been imported first.
 def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None):
     settings = _settings(options)
     from torch._decomp import core_aten_decompositions

@@ -21,6 +21,11 @@ def full_like(cx, x, fill_value, **kwargs):
     return _filled(cx, fill_value, x.shape)
 
 
+@translates(*aten_ops("fill.Scalar", "fill.Tensor"))
+def fill(cx, x, value):
+    return _filled(cx, value, x.shape)
+
+
 @translates(*aten_ops("zeros.default", "empty.memory_format", "new_zeros.default", "new_empty.default",
                       "empty_strided.default"))
 def zeros(cx, *args, **kwargs):

@@ -93,6 +93,12 @@ def pow_(cx, a, b):
     return _arith(cx, a, b, lambda x, y: x.pow(y) if isinstance(x, Tensor) else y.__rpow__(x))
 
 
+@translates(*aten_ops("atan2.default"))
+def atan2(cx, a, b):
+    dtype = opmath(cx.out_dtype())
+    return _atan2(cx.tensor(a, dtype), cx.tensor(b, dtype))
+
+
 @translates(*aten_ops("maximum.default", "fmax.default"))
 def maximum(cx, a, b):
     return _arith(cx, a, b, lambda x, y: x.maximum(y))
@@ -137,34 +143,85 @@ def logical_not(cx, x):
     return cx.tensor(x, DType.bool).logical_not()
 
 
-def _bool_only(cx, *values):
-    for v in values:
-        if isinstance(v, Tensor) and v.dtype != DType.bool:
-            raise Error(f"{cx.where()}: bitwise ops run on bool tensors only, got {v.dtype}")
+# Integer widths; the bitwise ops compute in i64 and the translator casts back.
+_SIGNED_BITS = {DType.i32: 32, DType.i64: 64}
+_UNSIGNED_BITS = {DType.u8: 8}
+
+
+def _powers_of_two(cx, count: int) -> Tensor:
+    """[1, 2, 4, ..., 2^(count - 1)] (i64), doubled by concatenation: a handful of nodes
+    however wide the integers."""
+    powers = cx.graph.constant(1.0, DType.i64).reshape([1])
+    while powers.shape[0] < count:
+        powers = powers.concat_along(powers * 2 ** powers.shape[0], 0)
+    return powers.slice_along(0, 0, count)
+
+
+def _integer_and(cx, x: Tensor, y: Tensor, dtype: DType) -> Tensor:
+    """x & y of two i64 tensors holding `dtype` values, from their two's-complement bits:
+    the value bits below the sign bit (floor-mod by powers of two reads them; the top one by
+    a comparison, as 2^63 is no i64), and the sign bit weighing -2^(width - 1)."""
+    signed = dtype in _SIGNED_BITS
+    width = _SIGNED_BITS.get(dtype) or _UNSIGNED_BITS[dtype]
+    top = width - 1 if signed else width  # value bits
+    if signed:
+        # A negative value's bits below the sign are x + 2^(width - 1); in i64, adding -2^63
+        # is adding 2^63 (modulo 2^64, as the runtime's integer sums wrap).
+        offset = cx.tensor(2 ** (width - 1) if width < 64 else -(2 ** 63), DType.i64)
+        zero = cx.tensor(0, DType.i64)
+        x_low, y_low = x + _luminal.where(x < 0, offset, zero), y + _luminal.where(y < 0, offset, zero)
+    else:
+        x_low, y_low = x, y
+    powers = _powers_of_two(cx, top - 1)
+    doubled = powers * 2
+    both = ((x_low.unsqueeze(-1) % doubled) >= powers).logical_and((y_low.unsqueeze(-1) % doubled) >= powers)
+    out = (both.cast(DType.i64) * powers).sum([-1])
+    high = cx.tensor(2 ** (top - 1), DType.i64)
+    both_high = (x_low >= high).logical_and(y_low >= high)
+    out = out + _luminal.where(both_high, high, cx.tensor(0, DType.i64))
+    if signed:
+        sign = cx.tensor(-(2 ** (width - 1)), DType.i64)
+        out = out + _luminal.where((x < 0).logical_and(y < 0), sign, cx.tensor(0, DType.i64))
+    return out
+
+
+def _bitwise(cx, a, b, logical, from_and):
+    """A bitwise op: its logical form on bools; on integers from x & y, as x | y is
+    x + y - (x & y) and x ^ y is x + y - 2 (x & y)."""
+    dtype = cx.out_dtype()
+    if dtype == DType.bool:
+        return logical(cx, a, b)
+    if dtype not in _SIGNED_BITS and dtype not in _UNSIGNED_BITS:
+        raise Error(f"{cx.where()}: bitwise ops take bool and integer tensors, got {dtype}")
+    x, y = cx.tensor(a, DType.i64), cx.tensor(b, DType.i64)
+    return from_and(x, y, _integer_and(cx, x, y, dtype))
 
 
 @translates(*aten_ops("bitwise_and.Tensor", "bitwise_and.Scalar"))
 def bitwise_and(cx, a, b):
-    _bool_only(cx, a, b)
-    return _logical("logical_and")(cx, a, b)
+    return _bitwise(cx, a, b, _logical("logical_and"), lambda x, y, both: both)
 
 
 @translates(*aten_ops("bitwise_or.Tensor", "bitwise_or.Scalar"))
 def bitwise_or(cx, a, b):
-    _bool_only(cx, a, b)
-    return _logical("logical_or")(cx, a, b)
+    return _bitwise(cx, a, b, _logical("logical_or"), lambda x, y, both: x + y - both)
 
 
 @translates(*aten_ops("bitwise_xor.Tensor", "bitwise_xor.Scalar"))
 def bitwise_xor(cx, a, b):
-    _bool_only(cx, a, b)
-    return logical_xor(cx, a, b)
+    return _bitwise(cx, a, b, logical_xor, lambda x, y, both: x + y - both * 2)
 
 
 @translates(*aten_ops("bitwise_not.default"))
 def bitwise_not(cx, x):
-    _bool_only(cx, x)
-    return x.logical_not()
+    dtype = cx.out_dtype()
+    if dtype == DType.bool:
+        return x.logical_not()
+    if dtype in _UNSIGNED_BITS:
+        return cx.tensor(2 ** _UNSIGNED_BITS[dtype] - 1, DType.i64) - x.cast(DType.i64)
+    if dtype in _SIGNED_BITS:
+        return cx.tensor(-1, DType.i64) - x.cast(DType.i64)  # two's complement: ~x = -1 - x
+    raise Error(f"{cx.where()}: bitwise ops take bool and integer tensors, got {dtype}")
 
 
 def _unary(compute):
@@ -172,6 +229,46 @@ def _unary(compute):
     def translate(cx, x, *args, **kwargs):
         return compute(cx.tensor(x, opmath(cx.out_dtype())), *args, **kwargs)
     return translate
+
+
+def _atan_unit(t: Tensor) -> Tensor:
+    """atan on [0, inf): Cephes' atanf, whose range reduction (by tan(3 pi / 8) and
+    tan(pi / 8)) leaves a polynomial in t^2 accurate to f32 rounding."""
+    big = t > 2.414213562373095
+    mid = (t > 0.4142135623730950).logical_and(big.logical_not())
+    u = _luminal.where(big, -t.recip(), _luminal.where(mid, (t - 1.0) / (t + 1.0), t))
+    z = u * u
+    poly = (((z * 8.05374449538e-2 - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * u + u
+    return _luminal.where(big, poly + math.pi / 2, _luminal.where(mid, poly + math.pi / 4, poly))
+
+
+def _atan(x: Tensor) -> Tensor:
+    r = _atan_unit(x.abs())
+    return _luminal.where(x < 0, -r, r)
+
+
+def _atan2(y: Tensor, x: Tensor) -> Tensor:
+    """The angle of (x, y): atan of the smaller magnitude over the larger (in [0, 1]), moved
+    to its octant; 0 at the origin, as torch."""
+    ax, ay = x.abs(), y.abs()
+    low, high = ax.minimum(ay), ax.maximum(ay)
+    r = _atan_unit(_luminal.where(high > 0, low / high, high * 0.0))
+    r = _luminal.where(ay > ax, math.pi / 2 - r, r)
+    r = _luminal.where(x < 0, math.pi - r, r)
+    return _luminal.where(y < 0, -r, r)
+
+
+def _round_half_even(x: Tensor) -> Tensor:
+    """torch.round: to the nearest integer, halves to the even one."""
+    f = _floor(x)
+    d = x - f
+    return _luminal.where(d > 0.5, f + 1.0, _luminal.where(d < 0.5, f, f + f % 2.0))
+
+
+def _asinh(x: Tensor) -> Tensor:
+    a = x.abs()
+    r = (a + (a * a + 1.0).sqrt()).log()
+    return _luminal.where(x < 0, -r, r)
 
 
 _UNARY = {
@@ -182,10 +279,23 @@ _UNARY = {
     "log10": lambda x: x.log2() * math.log10(2.0), "log1p": lambda x: (x + 1.0).log(),
     "expm1": lambda x: x.exp() - 1.0, "tan": lambda x: x.sin() / x.cos(),
     "floor": _floor, "ceil": lambda x: -_floor(-x), "trunc": _trunc, "frac": lambda x: x - _trunc(x),
-    "square": Tensor.square,
+    "square": Tensor.square, "round": _round_half_even, "atan": _atan,
+    "asin": lambda x: _atan2(x, ((1.0 - x) * (x + 1.0)).sqrt()),
+    "acos": lambda x: _atan2(((1.0 - x) * (x + 1.0)).sqrt(), x),
+    "sinh": lambda x: (x.exp() - (-x).exp()) * 0.5, "cosh": lambda x: (x.exp() + (-x).exp()) * 0.5,
+    "asinh": _asinh, "acosh": lambda x: (x + ((x - 1.0) * (x + 1.0)).sqrt()).log(),
+    "atanh": lambda x: ((x + 1.0) / (1.0 - x)).log() * 0.5,
 }
 for _name, _fn in _UNARY.items():
     translates(*aten_ops(f"{_name}.default"))(_unary(_fn))
+
+
+@translates(*aten_ops("round.decimals"))
+def round_decimals(cx, x, decimals=0):
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    if decimals >= 0:
+        return _round_half_even(x * 10.0 ** decimals) / 10.0 ** decimals
+    return _round_half_even(x / 10.0 ** -decimals) * 10.0 ** -decimals
 
 
 @translates(*aten_ops("gelu.default"))
@@ -288,6 +398,15 @@ def masked_fill(cx, x, mask, value):
 @translates(*aten_ops("_to_copy.default", "to.dtype", "_to_dtype.default"))
 def to_copy(cx, x, *args, **kwargs):
     return cx.tensor(x).cast(cx.out_dtype())
+
+
+@translates(*aten_ops("native_dropout.default"))
+def native_dropout(cx, x, p, train):
+    """Dropout at inference (train False): the input and a mask that keeps everything.
+    Training draws random numbers, which luminal has no generator for."""
+    if train:
+        raise Error(f"{cx.where()}: dropout in training draws random numbers, which luminal does not")
+    return x, cx.tensor(True, DType.bool).expand(x.shape)
 
 
 @translates(*aten_ops("clone.default", "alias.default", "lift_fresh_copy.default", "detach.default",

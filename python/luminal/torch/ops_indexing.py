@@ -91,9 +91,49 @@ def index(cx, x, indices):
 @translates(*aten_ops("index_put.default", "_unsafe_index_put.default"))
 def index_put(cx, x, indices, values, accumulate=False):
     if accumulate:
-        raise Error(f"{cx.where()}: index_put with accumulate=True is not supported")
+        return _index_add(cx, x, indices, values)
     result, offsets = advanced_index(cx, x, indices)
     return x.scatter(offsets, cx.tensor(values, x.dtype).expand(result))
+
+
+def _index_add(cx, x, indices, values):
+    """index_put with accumulate=True for one index tensor (MoE layers' index_add_): each
+    value row goes to the position its index names, repeated indexes summed. A product with
+    the one-hot matrix of the indexes does the sums: [.., rows, ..] x [rows, size]."""
+    indices = list(indices) + [None] * (x.ndim - len(indices))
+    axes = [a for a, t in enumerate(indices) if t is not None]
+    if len(axes) != 1 or indices[axes[0]].dtype == DType.bool:
+        raise Error(f"{cx.where()}: index_put with accumulate=True takes one integer index tensor, got "
+                    f"{len(axes)} index tensors")
+    axis = axes[0]
+    size = x.shape[axis]
+    idx = _wrapped(cx, indices[axis], size).cast(DType.i64)
+    result = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    rows = Expr(1)
+    for d in idx.shape:
+        rows = rows * d
+    pre, post = x.shape[:axis], x.shape[axis + 1:]
+    v = cx.tensor(values, x.dtype).expand(result).reshape(pre + [rows] + post)
+    order = [a for a in range(v.ndim) if a != axis] + [axis]
+    one_hot = idx.reshape([rows]).unsqueeze(-1).eq(cx.graph.arange(size, DType.i64).unsqueeze(0)).cast(x.dtype)
+    summed = v.permute(order).matmul(one_hot)  # [pre, post, size]
+    back = list(range(len(pre))) + [summed.ndim - 1] + list(range(len(pre), summed.ndim - 1))
+    return x + summed.permute(back)
+
+
+@translates(*aten_ops("scatter_add.default"))
+def scatter_add(cx, x, dim, index_, src):
+    """out[.., index[p, j, q], ..] += src[p, j, q] along dim: a one-hot axis of x's size
+    next to dim, summed over the index's positions, then padded to x where the index is
+    smaller."""
+    axis = cx.axis(dim, x.ndim)
+    size = x.shape[axis]
+    src = cx.tensor(src, x.dtype).slice([(0, d) for d in index_.shape])
+    positions = cx.graph.arange(size, DType.i64).reshape([size] + [1] * (x.ndim - axis - 1))
+    hits = _wrapped(cx, index_, size).cast(DType.i64).unsqueeze(axis + 1).eq(positions)
+    summed = (hits.cast(x.dtype) * src.unsqueeze(axis + 1)).sum([axis])
+    padding = [(0, 0) if a == axis else (0, Expr(x.shape[a]) - index_.shape[a]) for a in range(x.ndim)]
+    return x + summed.pad(padding, 0.0)
 
 
 @translates(*aten_ops("index_copy.default"))

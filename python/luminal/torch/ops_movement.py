@@ -61,11 +61,17 @@ def squeeze(cx, x, dims=None):
 
 def _clamp_index(value, size, default):
     """A slice bound as PyTorch reads it: None = default, negatives from the end, clamped to
-    the size (a symbolic bound is taken to be non-negative)."""
+    the size. A symbolic bound's sign comes from its range (x[-n:] gives -n)."""
     if value is None:
         return default
     if not isinstance(value, int):
-        return _luminal.min_expr(value, size)
+        low, high = Expr(value).range
+        if low >= 0:
+            return _luminal.min_expr(value, size)
+        if high is not None and high < 0:
+            return _luminal.max_expr(Expr(size) + value, 0)
+        raise Error(f"slice: the bound {value} may be negative or not (its range is [{low}, {high}]), "
+                    "which selects from the end or from the start")
     if is_static(size):
         return min(max(value + size if value < 0 else value, 0), size)
     if value < 0:
@@ -80,6 +86,12 @@ def slice_(cx, x, dim=0, start=None, end=None, step=1):
     lo, hi = _clamp_index(start, size, 0), _clamp_index(end, size, size)
     out = x.slice_along(axis, lo, hi)
     if step == 1:
+        length = cx.out_shape()[axis]
+        if is_static(length) and not is_static(out.shape[axis]):
+            # torch knows a static length where ours is an expression equal to it only for the
+            # sizes its guards allow (x[..., -1:] is 1 long when the size is >= 1): take
+            # torch's (the reshape guards it), so that broadcasting sees the 1.
+            out = out.reshape(out.shape[:axis] + [length] + out.shape[axis + 1:])
         return out
     count = out.shape[axis]
     picks = cx.graph.iota(Expr.index() * step, [(Expr(count) + (step - 1)) // step], DType.i32)
@@ -100,12 +112,40 @@ def slice_scatter(cx, x, src, dim=0, start=None, end=None, step=1):
     return index_put(cx, x, [None] * axis + [positions], src)
 
 
+@translates(*aten_ops("diagonal.default", "diagonal_copy.default"))
+def diagonal(cx, x, offset=0, dim1=0, dim2=1):
+    """The diagonal of axes dim1 and dim2 as a new last axis: those two axes moved last and
+    merged, then the elements (i + rows before) * columns + i + columns before picked."""
+    a, b = cx.axis(dim1, x.ndim), cx.axis(dim2, x.ndim)
+    order = [d for d in range(x.ndim) if d not in (a, b)] + [a, b]
+    rows, columns = x.shape[a], x.shape[b]
+    skip_rows, skip_columns = max(-offset, 0), max(offset, 0)
+    length = cx.out_shape()[-1]
+    merged = x.permute(order).merge_dims(x.ndim - 2)
+    picks = cx.graph.iota((Expr.index() + skip_rows) * columns + Expr.index() + skip_columns, [length], DType.i64)
+    return merged.index_select(x.ndim - 2, picks)
+
+
+@translates(*aten_ops("select_scatter.default"))
+def select_scatter(cx, x, src, dim, index):
+    """x with x.select(dim, index) replaced by src: a one-wide slice_scatter."""
+    axis = cx.axis(dim, x.ndim)
+    if isinstance(index, int) and index < 0:
+        index = x.shape[axis] + index
+    return slice_scatter(cx, x, src.unsqueeze(axis), axis, index, index + 1)
+
+
 @translates(*aten_ops("select.int", "select_copy.int"))
 def select(cx, x, dim, index):
     axis = cx.axis(dim, x.ndim)
     if isinstance(index, int) and index < 0:
         index = x.shape[axis] + index
-    return x.slice_along(axis, index, Expr(index) + 1 if not isinstance(index, int) else index + 1).squeeze(axis)
+    picked = x.slice_along(axis, index, Expr(index) + 1 if not isinstance(index, int) else index + 1)
+    if is_static(picked.shape[axis]):
+        return picked.squeeze(axis)
+    # One long only for the sizes torch's guards allow (min(chunks, 1) with chunks >= 1):
+    # the reshape drops the axis under a guard.
+    return picked.reshape(picked.shape[:axis] + picked.shape[axis + 1:])
 
 
 @translates(*aten_ops("narrow.default"))
@@ -204,6 +244,38 @@ def constant_pad_nd(cx, x, pad, value=0):
         if before or after:
             out = out.pad_along(axis, before, after, float(value))
     return out
+
+
+def _edge_pad(cx, x, pad, source):
+    """Pads the last len(pad) // 2 axes by reading each output position's element at
+    source(position - before, size): an index_select along each axis."""
+    out = x
+    for i in range(len(pad) // 2):
+        axis = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        size = out.shape[axis]
+        picks = cx.graph.iota(source(Expr.index() - before, Expr(size)), [Expr(size) + before + after], DType.i32)
+        out = out.index_select(axis, picks)
+    return out
+
+
+def _reflect(p, size):
+    # p mirrored at both ends without repeating them: size - 1 - |size - 1 - |p||
+    return size - 1 - _abs_expr(size - 1 - _abs_expr(p))
+
+
+def _abs_expr(e):
+    return _luminal.max_expr(e, Expr(0) - e)
+
+
+@translates(*aten_ops("reflection_pad1d.default", "reflection_pad2d.default", "reflection_pad3d.default"))
+def reflection_pad(cx, x, padding):
+    return _edge_pad(cx, x, list(padding), _reflect)
+
+
+@translates(*aten_ops("replication_pad1d.default", "replication_pad2d.default", "replication_pad3d.default"))
+def replication_pad(cx, x, padding):
+    return _edge_pad(cx, x, list(padding), lambda p, size: _luminal.min_expr(_luminal.max_expr(p, 0), size - 1))
 
 
 @translates(*aten_ops("repeat.default"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from .._luminal import DType, Error, Expr, Tensor
-from .table import FLOATS, Context, aten_ops, opmath, translates
+from .table import FLOATS, Context, aten_ops, is_static, opmath, translates
 
 
 def _dims(x: Tensor, dims) -> list[int]:
@@ -30,6 +30,30 @@ def mean(cx, x, dims=None, keepdim=False, dtype=None):
     if x.ndim == 0:
         return x
     return x.mean(_dims(x, dims), keepdim)
+
+
+@translates(*aten_ops("prod.default", "prod.dim_int"))
+def prod(cx, x, dim=None, keepdim=False, dtype=None):
+    """A product over one axis (all of them by default) by halving: the two halves of the
+    axis multiplied until one element is left, log2(size) exact f32 products."""
+    x = cx.tensor(x, opmath(cx.out_dtype()))
+    if dim is None:
+        x = x.reshape([-1]) if x.ndim else x.reshape([1])
+        dim = 0
+    axis = cx.axis(dim, x.ndim) if x.ndim else 0
+    if x.ndim == 0:
+        return x
+    size = x.shape[axis]
+    if not isinstance(size, int):
+        raise Error(f"{cx.where()}: a product over the dynamic size {size} is not supported")
+    if size == 0:
+        return cx.tensor(1, x.dtype).expand(cx.out_shape())
+    while size > 1:
+        half = size // 2
+        paired = x.slice_along(axis, 0, half) * x.slice_along(axis, half, 2 * half)
+        x = paired.concat_along(x.slice_along(axis, 2 * half, size), axis) if size % 2 else paired
+        size = half + size % 2
+    return x if keepdim else x.squeeze(axis)
 
 
 @translates(*aten_ops("amax.default", "max.default"))
@@ -140,6 +164,111 @@ def native_layer_norm(cx, x, normalized_shape, weight, bias, eps):
     if bias is not None:
         out = out + cx.tensor(bias, dtype)
     return out, mean, rstd
+
+
+def _per_channel(cx, t, ndim: int, dtype):
+    """A [C] tensor shaped to broadcast over axis 1 of a rank-ndim input."""
+    return cx.tensor(t, dtype).reshape([-1] + [1] * (ndim - 2))
+
+
+def _affine(cx, out, weight, bias, dtype):
+    if weight is not None:
+        out = out * _per_channel(cx, weight, out.ndim, dtype)
+    if bias is not None:
+        out = out + _per_channel(cx, bias, out.ndim, dtype)
+    return out
+
+
+@translates(*aten_ops("_native_batch_norm_legit_no_training.default"))
+def batch_norm_inference(cx, x, weight, bias, running_mean, running_var, momentum, eps):
+    """Batch norm with the running statistics; the two saved statistics are empty, as in
+    torch (nothing reads them at inference)."""
+    dtype = opmath(cx.out_dtype(0))
+    x = cx.tensor(x, dtype)
+    rstd = (_per_channel(cx, running_var, x.ndim, dtype) + eps).rsqrt()
+    out = _affine(cx, (x - _per_channel(cx, running_mean, x.ndim, dtype)) * rstd, weight, bias, dtype)
+    empty = cx.tensor(0.0, dtype).expand([0])
+    return out, empty, empty
+
+
+def _batch_statistics(cx, x, weight, bias, eps, dtype):
+    """Batch norm with the batch's own statistics: mean and biased variance over every axis
+    but the channels. The normalised input, the [C] mean and rstd, and the centred input."""
+    axes = [a for a in range(x.ndim) if a != 1]
+    mean = x.mean(axes, True)
+    centered = x - mean
+    rstd = ((centered * centered).mean(axes, True) + eps).rsqrt()
+    return _affine(cx, centered * rstd, weight, bias, dtype), mean.reshape([-1]), rstd.reshape([-1]), centered
+
+
+@translates(*aten_ops("_native_batch_norm_legit.no_stats"))
+def batch_norm_batch_statistics(cx, x, weight, bias, training, momentum, eps):
+    dtype = opmath(cx.out_dtype(0))
+    return _batch_statistics(cx, cx.tensor(x, dtype), weight, bias, eps, dtype)[:3]
+
+
+@translates(*aten_ops("_native_batch_norm_legit_functional.default"))
+def batch_norm_functional(cx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Batch norm that also returns the running statistics: in training, moved toward the
+    batch's (its variance unbiased, as torch keeps it); otherwise used and kept."""
+    dtype = opmath(cx.out_dtype(0))
+    x = cx.tensor(x, dtype)
+    if not training:
+        rstd = (_per_channel(cx, running_var, x.ndim, dtype) + eps).rsqrt()
+        out = _affine(cx, (x - _per_channel(cx, running_mean, x.ndim, dtype)) * rstd, weight, bias, dtype)
+        empty = cx.tensor(0.0, dtype).expand([0])
+        return out, empty, empty, running_mean, running_var
+    out, mean, rstd, centered = _batch_statistics(cx, x, weight, bias, eps, dtype)
+    count = Expr(1)
+    for a in range(x.ndim):
+        count = count * (x.shape[a] if a != 1 else 1)
+    unbiased = (centered * centered).sum([a for a in range(x.ndim) if a != 1]) / cx.tensor(count - 1, dtype)
+    keep = 1.0 - momentum
+    new_mean = cx.tensor(running_mean, dtype) * keep + mean * momentum
+    new_var = cx.tensor(running_var, dtype) * keep + unbiased * momentum
+    return out, mean, rstd, new_mean, new_var
+
+
+@translates(*aten_ops("native_group_norm.default"))
+def native_group_norm(cx, x, weight, bias, n, c, hw, group, eps):
+    """Group norm: statistics over each group of channels and all positions; mean and rstd
+    come back as [N, group]."""
+    dtype = opmath(cx.out_dtype(0))
+    x = cx.tensor(x, dtype)
+    grouped = x.reshape([n, group, -1])
+    mean = grouped.mean([2], True)
+    centered = grouped - mean
+    rstd = ((centered * centered).mean([2], True) + eps).rsqrt()
+    out = _affine(cx, (centered * rstd).reshape(x.shape), weight, bias, dtype)
+    return out, mean.reshape([n, group]), rstd.reshape([n, group])
+
+
+@translates(*aten_ops("linalg_solve_triangular.default"))
+def solve_triangular(cx, a, b, *, upper, left=True, unitriangular=False):
+    """X with A X = B (X A = B when not left) for triangular A. With D its diagonal and N
+    the rest, A = D (I + D^-1 N), and I + M for a strictly triangular M has the inverse
+    (I - M)(I + M^2)(I + M^4)... (M^n = 0): log2(n) pairs of products instead of n
+    dependent substitution steps (the gated delta rule's chunk-sized UT systems)."""
+    dtype = opmath(cx.out_dtype())
+    a, b = cx.tensor(a, dtype), cx.tensor(b, dtype)
+    if not left:  # X A = B is A^T X^T = B^T
+        return solve_triangular(cx, a.transpose(-1, -2), b.transpose(-1, -2), upper=not upper,
+                                unitriangular=unitriangular).transpose(-1, -2)
+    n = a.shape[-1]
+    if not is_static(n):
+        raise Error(f"{cx.where()}: a triangular solve over the dynamic size {n} is not supported")
+    strict = a.triu(1) if upper else a.tril(-1)
+    x, m = b, -strict
+    if not unitriangular:
+        diagonal = (a.tril(0) - a.tril(-1)).sum([-1], True)  # [.., n, 1]
+        x, m = b / diagonal, m / diagonal
+    power = 1
+    while power < n:
+        x = x + m.matmul(x)
+        power *= 2
+        if power < n:
+            m = m.matmul(m)
+    return x
 
 
 def _product(cx, a, b):

@@ -174,8 +174,12 @@ def _call(graph, symbols: SymbolTable, node: torch.fx.Node, env):
         return None
     translation = TRANSLATIONS.get(target)
     if translation is None:
+        val = node.meta.get("val")
+        complex_result = ": its result is complex, and luminal has no complex dtype" \
+            if isinstance(val, torch.Tensor) and val.is_complex() else ""
         raise UnsupportedOp(f"torch front end: no luminal translation for {target_name(target)} "
-                            f"(FX node '{node.name}'); options={{'fallback': True}} runs unsupported ops in PyTorch")
+                            f"(FX node '{node.name}'){complex_result}; options={{'fallback': True}} runs unsupported "
+                            "ops in PyTorch")
     cx = Context(graph, symbols, node)
     try:
         result = translation(cx, *args, **kwargs)
