@@ -83,7 +83,8 @@ def tiny_model(arch: Architecture) -> tuple[torch.nn.Module, int]:
     small = {k: v for k, v in {**TINY_SIZES, **TOKEN_IDS}.items() if k in defaults}
     if "kv_lora_rank" in defaults:  # multi-head latent attention has as many key/value heads as query heads
         small["num_key_value_heads"] = small.get("num_attention_heads", TINY_SIZES["num_attention_heads"])
-    default_depth = {k: v for k, v in small.items() if k not in LAYER_COUNTS}
+    small.update(_depth_reaching_attention(defaults, small))
+    default_depth = {k: v for k, v in small.items() if k not in LAYER_COUNTS and k != "layer_types"}
     for sizes in (small, default_depth):
         try:
             config = config_class(**sizes)
@@ -96,6 +97,22 @@ def tiny_model(arch: Architecture) -> tuple[torch.nn.Module, int]:
         raise NotGeneric(f"{type(failure).__name__}: {first_line(failure)}") from failure
     _randomize_constant_matrices(model)
     return model, model.config.vocab_size
+
+
+def _depth_reaching_attention(defaults: dict, small: dict) -> dict:
+    """Hybrid stacks list a type per layer (three linear-attention layers, then one full
+    attention): two layers may hold no softmax attention, and then their cache has no layer
+    for eager to read the length from. The shortest depth that reaches one (up to 8 layers),
+    with its layer types; nothing when the small depth already does."""
+    kinds = defaults.get("layer_types")
+    counts = [k for k in LAYER_COUNTS if k in small]
+    if not isinstance(kinds, list) or not counts:
+        return {}
+    attention = [i for i, k in enumerate(kinds) if isinstance(k, str) and "attention" in k and "linear" not in k]
+    if not attention or attention[0] < small[counts[0]] or attention[0] >= 8:
+        return {}
+    depth = attention[0] + 1
+    return {**{k: depth for k in counts}, "layer_types": kinds[:depth]}
 
 
 def _randomize_constant_matrices(model: torch.nn.Module) -> None:

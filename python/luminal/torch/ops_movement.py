@@ -93,6 +93,8 @@ def slice_(cx, x, dim=0, start=None, end=None, step=1):
             # torch's (the reshape guards it), so that broadcasting sees the 1.
             out = out.reshape(out.shape[:axis] + [length] + out.shape[axis + 1:])
         return out
+    if cx.out_shape()[axis] == 0:
+        raise Error(f"{cx.where()}: the strided slice is empty, and luminal has no zero-size tensors")
     count = out.shape[axis]
     picks = cx.graph.iota(Expr.index() * step, [(Expr(count) + (step - 1)) // step], DType.i32)
     return out.index_select(axis, picks)
