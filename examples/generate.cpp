@@ -89,6 +89,7 @@ struct Args {
     std::size_t threads = 0;
     bool dequantize = false;
     bool q8_activations = true;
+    std::optional<bool> narrow_activations;  // unset: on CUDA, off on the CPU
     bool plan_only = false;
     std::string quant;  // --plan-only or --random-weights: the formats matrices are kept in; empty: none
     std::int64_t cached = -1;  // -1: half the context
@@ -129,6 +130,10 @@ luminal::DType kv_dtype_of(const Args& args) {
     return args.kv_dtype.value_or(args.device == "cuda" ? luminal::DType::BF16 : luminal::DType::F16);
 }
 
+// A GPU multiplies 16-bit weights on its tensor cores only with 16-bit
+// activations; the CPU keeps them exact.
+bool narrow_activations_of(const Args& args) { return args.narrow_activations.value_or(args.device == "cuda"); }
+
 // Whether llama.cpp's Q4_K_M gives layer i of n its larger format (the first and
 // last eighth of the layers, and every third between).
 bool more_bits(std::int64_t i, std::int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -167,6 +172,7 @@ luminal::cuda::PlanReport report_of(const luminal::nn::Session<Runtime>& session
     report_options.device.multiprocessors = args.multiprocessors;
     report_options.layers = static_cast<std::int64_t>(model.config.layers.size());
     report_options.floor_bytes = luminal::nn::step_floor_bytes(model, cached, new_tokens);
+    report_options.floor_flops = luminal::nn::step_floor_flops(model, cached, new_tokens);
     // A step after the one before it: the new tokens' ids go up, the id the graph picks comes back.
     luminal::DynMap previous;
     previous.set('s', new_tokens);
@@ -217,6 +223,7 @@ int plan(const Args& args) {
     model_options.kv_dtype = kv_dtype_of(args);
     model_options.sample_in_graph = true;
     model_options.q8_activations = args.q8_activations;
+    model_options.narrow_activations = args.narrow_activations.value_or(true);  // the plan is a GPU's
     model_options.quantized = quantized_formats(config, model_options, args.quant);
     luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, model_options);
     double weight_bytes = 0;
@@ -291,7 +298,7 @@ luminal::io::Json profile_step(luminal::nn::Session<luminal::cuda::CudaRuntime>&
         launches.push_back(std::move(row));
     }
     std::printf("PROFILE %.*s total: device %.1f us (launches one by one, no graph), model %.1f us, floor %.1f us\n",
-                static_cast<int>(name.size()), name.data(), measured * 1e6, report.modelled_seconds * 1e6, report.floor_seconds * 1e6);
+                static_cast<int>(name.size()), name.data(), measured * 1e6, report.modelled_seconds * 1e6, report.floor_seconds() * 1e6);
     return {{"step", name}, {"new_tokens", tokens.size()}, {"cached", cached}, {"paired", paired},
             {"device_us", measured * 1e6}, {"plan", report.totals()}, {"launches", std::move(launches)}};
 }
@@ -310,6 +317,7 @@ int run(const Args& args, Runtime runtime) {
     model_options.context = args.context;
     model_options.weight_dtype = args.weights;
     model_options.q8_activations = args.q8_activations;
+    model_options.narrow_activations = narrow_activations_of(args);
     if (pretrained && !args.dequantize) model_options.quantized = pretrained->quantized_weights();
     else model_options.quantized = quantized_formats(config, model_options, args.quant);
     model_options.last_logits_only = true;  // the sampler reads the last position only
@@ -408,8 +416,9 @@ int run(const Args& args, Runtime runtime) {
                 rss_peak_mb);
     const luminal::io::Json result = {
         {"path", "cpp"}, {"model", args.model.filename().string()}, {"device", args.device},
-        {"dtype", args.weights == luminal::DType::F32
-                      ? std::string("float32")
+        {"dtype", args.weights == luminal::DType::F32 ? std::string("float32")
+                  : model_options.narrow_activations
+                      ? fmt::format("{} weights and product inputs, float32 accumulation", luminal::name_of(args.weights))
                       : fmt::format("{} weights, float32 compute", luminal::name_of(args.weights))},
         {"random_weights", args.random_weights},
         {"prompt_tokens", prompt.size()}, {"iters", args.iters}, {"ttft_ms", ttft},
@@ -472,7 +481,8 @@ int main(int argc, char** argv) {
                  "let the sampler pick ids the tokenizer has no token for (a padded vocabulary; they print nothing)");
     const std::map<std::string, luminal::DType> weight_dtypes{
         {"f32", luminal::DType::F32}, {"f16", luminal::DType::F16}, {"bf16", luminal::DType::BF16}};
-    app.add_option("--weights", args.weights, "dtype the weight matrices are kept in (f16/bf16: computed in f32)")
+    app.add_option("--weights", args.weights, "dtype the weight matrices are kept in (f16/bf16: widened to f32 unless "
+                   "--narrow-activations)")
         ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
     app.add_option("--kv-dtype", args.kv_dtype, "dtype of the KV cache (default: bf16 on cuda, f16 on cpu)")
         ->transform(CLI::CheckedTransformer(weight_dtypes, CLI::ignore_case));
@@ -484,6 +494,9 @@ int main(int argc, char** argv) {
     app.add_option("--activations", args.q8_activations,
                    "q8: products with quantized weights round activations to 8-bit blocks (as llama.cpp); f32: exact")
         ->transform(CLI::CheckedTransformer(activation_kinds, CLI::ignore_case));
+    app.add_option("--narrow-activations", args.narrow_activations,
+                   "products with f16/bf16 weights round their activations to that dtype first, as transformers' 16-bit "
+                   "run does, so a GPU multiplies them on tensor cores (default: on with --device cuda, off on cpu)");
     app.add_flag("--plan-only", args.plan_only,
                  "print the CUDA plan of one step (launches, bytes, modelled time against the memory floor); "
                  "needs no GPU and no weights");

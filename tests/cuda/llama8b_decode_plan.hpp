@@ -1,7 +1,8 @@
 #pragma once
-// The Llama-3.1-8B shape's decode step (bf16 weights and cache, s = 1,
-// p = 1024) as the CUDA backend plans it, compiled on the host emulator
-// without weights, with its plan report: what the decode tests check.
+// The Llama-3.1-8B shape as the CUDA backend plans it (bf16 weights and
+// cache, activations rounded to bf16 at the products, as generate's default
+// on cuda), compiled on the host emulator without weights, with the plan
+// report of one step: a decode step (s = 1, p = 1024) or a prompt.
 #include <luminal/cuda.hpp>
 #include <luminal/cuda/plan_report.hpp>
 #include <luminal/luminal.hpp>
@@ -17,7 +18,7 @@ struct Llama8bDecodePlan {
 };
 
 // `layers` of the config's (0: all of them); `read_sass`: compile every kernel to read its facts.
-inline Llama8bDecodePlan llama8b_decode_plan(std::size_t layers, bool read_sass) {
+inline Llama8bDecodePlan llama8b_decode_plan(std::size_t layers, bool read_sass, std::int64_t tokens = 1, std::int64_t cached = 1024) {
     using namespace luminal;
     io::ModelConfig config = io::load_model_config(data_dir() / "configs" / "llama31_8b");
     if (layers > 0) config.layers.resize(layers);
@@ -27,14 +28,16 @@ inline Llama8bDecodePlan llama8b_decode_plan(std::size_t layers, bool read_sass)
     options.kv_dtype = DType::BF16;
     options.last_logits_only = true;
     options.sample_in_graph = true;
+    options.narrow_activations = true;
     nn::CausalLm model = nn::build_causal_lm(config, options);
     CompileOptions compile;
     compile.verbosity = 0;
     nn::Session session(model, cuda::HostEmulator{}, compile);
-    const DynMap step{{'s', 1}, {'p', 1024}};
+    const DynMap step{{'s', tokens}, {'p', cached}};
     cuda::PlanReportOptions report_options;
     report_options.layers = static_cast<std::int64_t>(config.layers.size());
-    report_options.floor_bytes = nn::step_floor_bytes(model, 1024, 1);
+    report_options.floor_bytes = nn::step_floor_bytes(model, cached, tokens);
+    report_options.floor_flops = nn::step_floor_flops(model, cached, tokens);
     report_options.registers = read_sass;
     Program program = session.report().program.for_dims(step);
     cuda::PlanReport report = cuda::plan_report(program, step, report_options);

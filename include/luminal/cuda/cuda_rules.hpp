@@ -4,7 +4,8 @@
 // block-per-output kernel, and with the fused region it reads as its
 // prologue; an elementwise result with the per-row values it reads as one
 // row kernel (row_fusion.hpp); a Matmul of two matrices of one float dtype
-// also through cuBLASLt; a mixture of experts' products as ExpertMatmul, on
+// also through cuBLASLt, as is one whose activations were rounded to its 16-bit
+// weights' dtype; a mixture of experts' products as ExpertMatmul, on
 // a quantized model's blocks too (lowering/expert_rules.hpp), and those of bf16
 // experts also as a tensor-core GEMM, gate and up as one GEMV with the
 // activation in its epilogue; argsort's rank
@@ -128,6 +129,29 @@ struct MatmulThroughBlas {
     }
 };
 
+// Matmul(Cast(a), b) where the Cast widens a 16-bit a to f32 and b is of a's
+// dtype (a model that rounds its activations to its weights' dtype,
+// nn::ModelOptions::narrow_activations): cuBLASLt multiplies a and b as
+// stored, on tensor cores. Equal to the widened product: a product of two
+// 16-bit values is exact in f32, and both accumulate in f32.
+struct NarrowMatmulThroughBlas {
+    static constexpr std::string_view name = "cuda.narrow-matmul-blas";
+    using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, As<"cast", Pat<sym(OpKind::Cast), Var<"a">>>, Var<"b">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& gemm = ctx.spec(g, m.node<"gemm">());
+        const NodeSpec& cast = ctx.spec(g, m.node<"cast">());
+        const DType a = ctx.facts(g, m.var<"a">()).dtype, b = ctx.facts(g, m.var<"b">()).dtype;
+        return (a == DType::BF16 || a == DType::F16) && a == b && cast.dtype == DType::F32 && reads_whole(cast, 0) &&
+               gemm.dtype == DType::F32 && cuda::blas_layout(gemm.views[0]) && cuda::blas_layout(gemm.views[1]);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& gemm = ctx.spec(g, m.node<"gemm">());
+        ClassId children[] = {m.var<"a">(), m.var<"b">()};
+        g.merge(m.root(g),
+                add_spec(g, ctx, NodeSpec::backend(cuda::BlasMatmulOp{}, gemm.views, gemm.shape, gemm.dtype), children));
+    }
+};
+
 // ExpertMatmul of bf16 experts (rows of whole 16-byte vectors) also as the
 // expert GEMM on tensor cores: where
 // many rows choose each expert (a prefill) it reads each expert once per 64 of
@@ -151,7 +175,7 @@ struct ExpertMatmulThroughGemm {
 using CudaRules = concat_t<CoreRules, LoweringRules, ExpertRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
-                                   RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas>,
+                                   RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas, NarrowMatmulThroughBlas>,
                            GemvRules, QuantRules, RegionRules,
                            RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax<CudaAttentionReads>, ArgsortFromRanks<cuda::CudaSortableRows>,
                                    ExpertMatmulThroughGemm, ExpertGateUpFromRegion>>;

@@ -2,8 +2,8 @@
 // The rules that find cuda.Gemv in the graph the models write:
 //  * a Matmul of an activation with a weight matrix read in place (rows of K
 //    contiguous values, 16-byte aligned) is also a Gemv, in each thread layout;
-//  * a Gemv whose activation is a row op's result (RMSNorm) computes the row
-//    itself, as its prologue;
+//  * a Gemv whose activation is a row op's result (RMSNorm) or an elementwise
+//    region's computes the row itself, as its prologue;
 //  * an elementwise region reading Gemvs of one activation element for element
 //    (a residual add, SiLU(gate) * up) is one Gemv over all their weights,
 //    with the region (and their own epilogues) as its epilogue.
@@ -83,39 +83,58 @@ struct GemvFromMatmul {
     }
 };
 
-// The activation rows a Gemv reads element for element from a row op's result are computed by the Gemv.
+// The activation rows a Gemv reads element for element from a row op's
+// result (RMSNorm), or from an elementwise region's (activations rounded to
+// the weights' dtype), are computed by the Gemv.
 struct GemvAbsorbsPrologue {
     static constexpr std::string_view name = "cuda.gemv-prologue";
     using pattern = As<"gemv", AnyArity<op_symbol<cuda::GemvOp>>>;
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        // References: add_spec, the last call, takes its spec built from them first.
-        const NodeSpec& gemv = ctx.spec(g, m.node<"gemv">());
-        const auto& op = *gemv.payload_as<cuda::GemvOp>();
+        // Copies: add_spec may move the specs, merge the children.
+        const NodeSpec gemv = ctx.spec(g, m.node<"gemv">());
+        const cuda::GemvOp op = *gemv.payload_as<cuda::GemvOp>();
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
         if (op.prologue || op.epilogue || !gemv.views[0].is_contiguous()) return;
-        const auto kids = g.children(m.node<"gemv">());
-        // Of the activation's class, the row op that hoists the most per-row work.
+        const auto gemv_kids = g.children(m.node<"gemv">());
+        const std::vector<ClassId> kids(gemv_kids.begin(), gemv_kids.end());
+        // Of the activation's class, the row op that hoists the most per-row work; else each region (they
+        // reach back to different producers: the extraction weighs them).
         std::optional<ENodeId> row_op;
+        std::vector<ENodeId> regions;
         auto stages = [&](ENodeId n) { return ctx.spec(g, n).payload_as<cuda::RowOp>()->stages.size(); };
-        for (ENodeId r : g.class_nodes(g.find(kids[0])))
-            if (g.alive(r) && ctx.spec(g, r).kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
-        if (!row_op) return;
-        const NodeSpec& row = ctx.spec(g, *row_op);
-        if (row.dtype != DType::F32 || row.shape != gemv.views[0].dims()) return;
-        const auto row_kids = g.children(*row_op);
-        if (row_kids.size() + (kids.size() - 1) > kMaxGemvInputs) return;
-        cuda::GemvOp fused = op;
-        fused.prologue = *row.payload_as<cuda::RowOp>();
-        fused.prologue->strategy = cuda::ReduceStrategy::BlockPerOutput;
-        fused.activation_inputs = static_cast<std::uint16_t>(row_kids.size());
-        std::vector<ClassId> children(row_kids.begin(), row_kids.end());
-        std::vector<ShapeTracker> views = row.views;
-        for (std::size_t i = 1; i < kids.size(); ++i) {
-            children.push_back(kids[i]);
-            views.push_back(gemv.views[i]);
+        for (ENodeId r : g.class_nodes(g.find(kids[0]))) {
+            if (!g.alive(r)) continue;
+            const OpSymbol kind = ctx.spec(g, r).kind;
+            if (kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
+            if (kind == op_symbol<FusedElementwiseOp>) regions.push_back(r);
         }
-        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(fused, std::move(views), gemv.shape, gemv.dtype), children));
+        if (row_op) regions = {*row_op};
+        const ClassId root = m.root(g);
+        for (ENodeId producer : regions) {
+            // References into the specs: add_spec, the iteration's last call, takes what it needs first.
+            const NodeSpec& row = ctx.spec(g, producer);
+            const auto row_kids = g.children(producer);
+            if (row.dtype != DType::F32 || row.shape != gemv.views[0].dims() || row_kids.size() + (kids.size() - 1) > kMaxGemvInputs)
+                continue;
+            cuda::GemvOp fused = op;
+            if (row_op) {
+                fused.prologue = *row.payload_as<cuda::RowOp>();
+            } else {
+                fused.prologue = cuda::RowOp{};
+                fused.prologue->program = row.payload_as<FusedElementwiseOp>()->program;
+                for (std::uint16_t i = 0; i < row_kids.size(); ++i) fused.prologue->operands.push_back({cuda::RowOperand::Kind::Input, i});
+            }
+            fused.prologue->strategy = cuda::ReduceStrategy::BlockPerOutput;
+            fused.activation_inputs = static_cast<std::uint16_t>(row_kids.size());
+            std::vector<ClassId> children(row_kids.begin(), row_kids.end());
+            std::vector<ShapeTracker> views = row.views;
+            for (std::size_t i = 1; i < kids.size(); ++i) {
+                children.push_back(kids[i]);
+                views.push_back(gemv.views[i]);
+            }
+            g.merge(root, add_spec(g, ctx, NodeSpec::backend(fused, std::move(views), gemv.shape, gemv.dtype), children));
+        }
     }
 };
 

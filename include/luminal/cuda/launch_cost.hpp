@@ -15,12 +15,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <utility>
 #include <string_view>
 #include <tuple>
 
 #include "luminal/cuda/device_spec.hpp"
 
 namespace luminal::cuda {
+
+// A library GEMM's problem: batch products of [m, k] by [k, n].
+struct GemmShape {
+    double m = 0, n = 0, k = 0, batch = 1;
+};
 
 struct LaunchWork {
     enum class Kind : std::uint8_t { Kernel, Memset, Copy, Library } kind = Kind::Kernel;
@@ -36,6 +43,7 @@ struct LaunchWork {
     double flops = 0;
     double mma_flops = 0;          // a kernel's arithmetic on tensor cores (mma.sync)
     bool tensor_cores = false;     // Library: bf16/f16 products
+    GemmShape gemm;                // Library: the product
     // Bytes of independent loads a thread issues before it waits on one (stores never wait).
     double dram_in_flight = 16, l2_in_flight = 16;
     // Memory round trips one after the other on a block's path (0, 0: the one of its first load).
@@ -62,6 +70,28 @@ inline int estimated_registers(double bytes_in_flight_per_thread) {
     return std::clamp(static_cast<int>(32 + bytes_in_flight_per_thread / 4), 32, 255);
 }
 
+// cuBLASLt's tensor-core GEMM at the rate it reaches on large square shapes
+// (`tensor_flops`), less what a shape loses there: its output is cut in
+// tiles (128x256, 128x128 or 64x128; the best for the shape, as the library's
+// heuristic picks), an edge tile costs a whole one, the tiles run one per SM
+// in waves so an idle part of the last wave costs its time, and each tile's
+// K loop starts after about three 64-deep slices of pipeline fill. Too few
+// tiles to fill the SMs split their K loops (at least 256 deep each) over the
+// idle ones, and a second launch adds up the partial sums (their bytes left out).
+inline double tensor_gemm_seconds(const GemmShape& g, const DeviceSpec& d) {
+    constexpr double kFillDepth = 3 * 64, kMinSplitDepth = 256;
+    const double per_sm = d.tensor_flops / d.multiprocessors;
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto [rows, cols] : {std::pair{128.0, 256.0}, std::pair{128.0, 128.0}, std::pair{64.0, 128.0}}) {
+        const double tiles = std::ceil(g.m / rows) * std::ceil(g.n / cols) * g.batch;
+        const double splits = std::clamp(std::floor(d.multiprocessors / tiles), 1.0, std::max(std::floor(g.k / kMinSplitDepth), 1.0));
+        const double waves = std::ceil(tiles * splits / d.multiprocessors);
+        const double reduction = splits > 1 ? d.graph_launch_seconds : 0.0;
+        best = std::min(best, waves * 2 * rows * cols * (g.k / splits + kFillDepth) / per_sm + reduction);
+    }
+    return best;
+}
+
 inline LaunchEstimate estimate_launch(const LaunchWork& w, const DeviceSpec& d, bool in_graph) {
     LaunchEstimate e;
     const double launch = in_graph ? d.graph_launch_seconds : d.stream_launch_seconds;
@@ -73,8 +103,10 @@ inline LaunchEstimate estimate_launch(const LaunchWork& w, const DeviceSpec& d, 
     }
     if (w.kind == LaunchWork::Kind::Library) {
         e.bandwidth = d.bandwidth;
-        const double memory = w.bytes() / d.bandwidth, compute = w.flops / (w.tensor_cores ? d.tensor_flops : d.flops);
-        e.seconds = launch + std::max(memory, compute);
+        const double memory = w.bytes() / d.bandwidth;
+        const double compute = w.tensor_cores ? tensor_gemm_seconds(w.gemm, d) : w.flops / d.flops;
+        // Its first loads wait a DRAM latency, as any kernel's.
+        e.seconds = launch + d.memory_latency + std::max(memory, compute);
         e.bound = memory >= compute ? "dram" : "compute";
         return e;
     }

@@ -29,6 +29,10 @@ inline LaunchWork launch_work(const PlannedLaunch& l, const PlannedNode& p, cons
             add_write(w, out_bytes, device);
             w.flops = spec.op.payload->flops(OpCostQuery{spec.views, spec.shape, spec.dtype, dims});
             w.tensor_cores = sources[0].dtype == DType::BF16 || sources[0].dtype == DType::F16;
+            const BlasOperand a = blas_operand(spec.views[0], dims), b = blas_operand(spec.views[1], dims);
+            const double rows_by_cols = static_cast<double>(a.rows) * static_cast<double>(b.rows);
+            w.gemm = {static_cast<double>(a.rows), static_cast<double>(b.rows), static_cast<double>(a.k),
+                      rows_by_cols > 0 ? out_bytes / static_cast<double>(size_of(spec.dtype)) / rows_by_cols : 0.0};
             return w;
         }
         case PlannedLaunch::Kind::Group: throw Error("cuda plan", "a launch group is priced by group_work over its members");

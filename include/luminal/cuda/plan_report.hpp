@@ -27,6 +27,7 @@ struct PlanReportOptions {
     DeviceSpec device;
     std::int64_t layers = 0;       // for launches per layer; 0 when the program is no layered model
     double floor_bytes = 0;        // the least a step must read (0: not known)
+    double floor_flops = 0;        // the least a step must compute (0: not known), priced at tensor-core rate
     double host_device_bytes = 0;  // what crosses between host and device per step
     bool registers = true;         // compile each kernel with NVRTC (cached) to read its register count
 };
@@ -43,9 +44,14 @@ struct PlanReportRow {
 struct PlanReport {
     std::vector<PlanReportRow> rows;
     std::int64_t layers = 0;
-    double bytes_moved = 0, dram_bytes = 0, floor_bytes = 0, host_device_bytes = 0;
-    double modelled_seconds = 0, floor_seconds = 0, bandwidth = 0;
+    double bytes_moved = 0, dram_bytes = 0, floor_bytes = 0, floor_flops = 0, host_device_bytes = 0;
+    double modelled_seconds = 0, bandwidth = 0, tensor_flops = 0;
     bool sass_read = false;  // the kernels' facts come from their SASS (else from their source's layout)
+
+    double memory_floor_seconds() const { return bandwidth > 0 ? floor_bytes / bandwidth : 0; }
+    double compute_floor_seconds() const { return tensor_flops > 0 ? floor_flops / tensor_flops : 0; }
+    // A step can be no faster than its bytes at the bandwidth, nor than its flops at the tensor cores' rate.
+    double floor_seconds() const { return std::max(memory_floor_seconds(), compute_floor_seconds()); }
 
     double launches_per_layer() const { return layers > 0 ? static_cast<double>(rows.size()) / static_cast<double>(layers) : 0; }
 
@@ -59,8 +65,11 @@ struct PlanReport {
                 {"bytes_over_floor", floor_bytes > 0 ? bytes_moved / floor_bytes : 0.0},
                 {"host_device_bytes_per_step", host_device_bytes},
                 {"modelled_seconds", modelled_seconds},
-                {"floor_seconds", floor_seconds},
-                {"modelled_over_floor", floor_seconds > 0 ? modelled_seconds / floor_seconds : 0.0},
+                {"floor_flops", floor_flops},
+                {"memory_floor_seconds", memory_floor_seconds()},
+                {"compute_floor_seconds", compute_floor_seconds()},
+                {"floor_seconds", floor_seconds()},
+                {"modelled_over_floor", floor_seconds() > 0 ? modelled_seconds / floor_seconds() : 0.0},
                 {"bandwidth", bandwidth}};
     }
 
@@ -89,9 +98,10 @@ struct PlanReport {
                          : "\nSASS facts unknown (cuobjdump and nvdisasm not found): in-flight bytes marked * are the source "
                            "layout's, the best case";
         out += fmt::format("\nmodelled step: {:.1f} us", modelled_seconds * 1e6);
-        if (floor_seconds > 0)
-            out += fmt::format(", floor {:.1f} us at {:.3g} TB/s: {:.3f}x the floor", floor_seconds * 1e6, bandwidth * 1e-12,
-                               modelled_seconds / floor_seconds);
+        if (floor_seconds() > 0)
+            out += fmt::format(", floor {:.1f} us (bytes {:.1f} us at {:.3g} TB/s, flops {:.1f} us at {:.3g} TFLOP/s): {:.3f}x the floor",
+                               floor_seconds() * 1e6, memory_floor_seconds() * 1e6, bandwidth * 1e-12,
+                               compute_floor_seconds() * 1e6, tensor_flops * 1e-12, modelled_seconds / floor_seconds());
         return out + "\nPLAN_RESULT " + totals().dump() + "\n";
     }
 };
@@ -137,7 +147,8 @@ inline PlanReport plan_report(const Program& unscheduled, const DynMap& dims, co
     report.floor_bytes = options.floor_bytes;
     report.host_device_bytes = options.host_device_bytes;
     report.bandwidth = options.device.bandwidth;
-    report.floor_seconds = options.floor_bytes / options.device.bandwidth;
+    report.floor_flops = options.floor_flops;
+    report.tensor_flops = options.device.tensor_flops;
     std::map<std::pair<std::string, std::string>, std::pair<std::optional<int>, std::optional<SassFacts>>> compiled;
     report.sass_read = options.registers && sass_tools_available();
     for (std::size_t i = 0; i < launches.size(); ++i) {

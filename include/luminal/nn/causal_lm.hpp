@@ -21,7 +21,7 @@ namespace luminal::nn {
 
 struct ModelOptions {
     std::int64_t context = 512;            // tokens the KV caches hold (prompt + generated)
-    DType weight_dtype = DType::F32;       // storage of matrices; compute is f32 either way
+    DType weight_dtype = DType::F32;       // storage of matrices; compute is f32 unless narrow_activations
     // Weight matrices kept in their block format (HF name -> format; a GGUF
     // file's from nn::quantized_weights): the graph reads the blocks through
     // Dequantize, and the CPU multiplies the blocks as they are.
@@ -30,6 +30,11 @@ struct ModelOptions {
     // 8-bit blocks (as llama.cpp does): faster, and no longer exactly the
     // dequantized weights' result.
     bool q8_activations = true;
+    // Whether products with f16/bf16 weights round their activations to the
+    // weights' dtype first, as a 16-bit model run by transformers does: the
+    // product is then of two 16-bit matrices with f32 accumulation, which a
+    // GPU runs on its tensor cores (cuBLASLt) without widening the weights.
+    bool narrow_activations = false;
     // Logits of the last new token only ([1, vocab]): what generation needs,
     // and the LM head then runs on one row instead of the whole prompt.
     bool last_logits_only = false;

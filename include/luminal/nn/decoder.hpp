@@ -62,6 +62,7 @@ CausalLm build_decoder(const io::ModelConfig& config, const ModelOptions& option
     auto graph = std::make_unique<Graph>();
     ParameterSet parameters;
     parameters.quantize(options.quantized, options.q8_activations);
+    parameters.narrow_activations(options.narrow_activations);
     KvCaches caches;
     ModelBuilder m{config, options, *graph, parameters, caches, std::nullopt};
     const std::int64_t vocab = config.vocab_size, hidden = config.hidden_size;
@@ -79,7 +80,7 @@ CausalLm build_decoder(const io::ModelConfig& config, const ModelOptions& option
     const GraphTensor head = config.tie_word_embeddings
                                  ? embed.weight
                                  : parameters.add(m.graph, "lm_head.weight", {vocab, hidden}, options.weight_dtype);
-    GraphTensor logits = x.matmul(Linear::as_f32(head).t());
+    GraphTensor logits = Linear::product(x, head, options.narrow_activations);
     if (spec.logit_softcap) logits = (logits * (1.0 / *spec.logit_softcap)).tanh() * *spec.logit_softcap;
     logits = logits.output();
     std::optional<TokenSampling> sampling;

@@ -35,7 +35,8 @@ struct Gemma4Moe {
         const DType dtype = m.options.weight_dtype;
         // gate_up_proj holds each expert's gate rows, then its up rows.
         GraphTensor gate_up = m.parameters.add(cx, prefix + ".experts.gate_up_proj", {count, 2 * inner, hidden}, dtype);
-        return {Linear::create(m.parameters, cx, prefix + ".router.proj", hidden, count, false, dtype),
+        // A router's inputs stay exact: rounding them could change the experts a token picks.
+        return {Linear::create(m.parameters, cx, prefix + ".router.proj", hidden, count, false, dtype).with_exact_inputs(),
                 m.parameters.add(cx, prefix + ".router.scale", {hidden}),
                 m.parameters.add(cx, prefix + ".router.per_expert_scale", {count}),
                 Experts{gate_up.slice_along(1, 0, inner), gate_up.slice_along(1, inner, 2 * inner),

@@ -82,6 +82,10 @@ public:
         return push(cx, std::move(name), std::move(shape), DType::F32, {}, std::move(values));
     }
 
+    // Whether products with 16-bit weights round their activations to the weights' dtype (ModelOptions).
+    void narrow_activations(bool narrow) { narrow_activations_ = narrow; }
+    bool narrows_activations() const { return narrow_activations_; }
+
     const std::vector<Parameter>& parameters() const { return parameters_; }
 
     // Checkpoint tensor names this set reads.
@@ -246,6 +250,7 @@ private:
     std::vector<Parameter> parameters_;
     std::map<std::string, QuantFormat, std::less<>> quantized_;
     bool q8_activations_ = true;
+    bool narrow_activations_ = false;
 };
 
 }  // namespace luminal::nn

@@ -26,8 +26,9 @@ struct Qwen3MoeMlp {
                                             m.options.weight_dtype);
         };
         const std::int64_t hidden = m.config.hidden_size, inner = moe.intermediate_size;
+        // A router's inputs stay exact: rounding them could change the experts a token picks.
         return {Linear::create(m.parameters, m.graph, prefix + ".gate", hidden, moe.num_experts, false,
-                               m.options.weight_dtype),
+                               m.options.weight_dtype).with_exact_inputs(),
                 Experts{stacked("gate_proj", {inner, hidden}), stacked("up_proj", {inner, hidden}),
                         stacked("down_proj", {hidden, inner}), activation_named(m.config.hidden_act)},
                 moe.top_k, moe.norm_topk_prob};

@@ -1,10 +1,14 @@
 #pragma once
-// The least a forward step must move through memory: each parameter read
+// The least a forward step must move through memory, and compute. Bytes: each parameter read
 // once (the token embedding only the rows it gathers, unless the LM head reads
 // the whole table as well; a mixture of experts' stacked weights only the
 // experts its tokens can choose, min(E, tokens * k) of E) and the cached keys
 // and values the new tokens attend to (a sliding-window layer only its window). No plan can read less,
 // so a step's bytes over this measure how close a plan comes to the memory floor.
+// Flops: each new token's products with every weight matrix it meets (a
+// mixture's top-k experts of its E; the LM head for the rows whose logits
+// are asked for) and its attention, Q.K^T and P.V over the keys it sees
+// (causal: the cached ones, the new ones up to itself, within a sliding window).
 #include "luminal/nn/causal_lm.hpp"
 
 #include <algorithm>
@@ -50,6 +54,33 @@ inline double step_floor_bytes(const CausalLm& model, std::int64_t cached, std::
         ++layer;
     }
     return bytes;
+}
+
+inline double step_floor_flops(const CausalLm& model, std::int64_t cached, std::int64_t new_tokens) {
+    const io::ModelConfig& config = model.config;
+    const auto tokens = static_cast<double>(new_tokens);
+    const double head_rows = model.options.last_logits_only ? 1.0 : tokens;
+    double flops = 0;
+    for (const Parameter& p : model.parameters.parameters()) {
+        if (p.shape.size() < 2) continue;
+        double elements = 1;
+        for (std::int64_t d : p.shape) elements *= static_cast<double>(d);
+        if (p.name == "model.embed_tokens.weight") flops += config.tie_word_embeddings ? 2 * elements * head_rows : 0.0;
+        else if (p.name == "lm_head.weight") flops += 2 * elements * head_rows;
+        else if (stacked_experts(p, config))
+            flops += 2 * elements * static_cast<double>(config.moe->top_k) / static_cast<double>(config.moe->num_experts) * tokens;
+        else flops += 2 * elements * tokens;
+    }
+    for (const io::LayerConfig& layer : config.layers) {
+        double keys = 0;  // summed over the new tokens
+        for (std::int64_t i = 1; i <= new_tokens; ++i) {
+            std::int64_t seen = cached + i;
+            if (layer.attention == io::AttentionKind::Sliding && config.sliding_window) seen = std::min(seen, *config.sliding_window);
+            keys += static_cast<double>(seen);
+        }
+        flops += 2 * 2 * static_cast<double>(config.num_attention_heads) * static_cast<double>(layer.head_dim) * keys;
+    }
+    return flops;
 }
 
 }  // namespace luminal::nn
