@@ -39,10 +39,11 @@ def _as_array(values) -> np.ndarray:
 _raw_set_data = _luminal.Compiled.set_data
 
 
-def _set_data(self, tensor, values) -> None:
+def _set_data(self, tensor, values) -> bool:
     """Binds values to an input: a numpy array (or anything np.asarray reads, or a DLPack
-    tensor). With the input's dtype and C-contiguous, the CPU runtime reads it in place."""
-    _raw_set_data(self, tensor, _as_array(values))
+    tensor). With the input's dtype and C-contiguous, the CPU runtime reads it in place (and a
+    writable one of carried state it updates in place is written there); returns whether it does."""
+    return _raw_set_data(self, tensor, _as_array(values))
 
 
 _luminal.Compiled.set_data = _set_data

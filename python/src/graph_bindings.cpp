@@ -176,13 +176,16 @@ public:
 
     // Binds an array to an input. Same dtype and C-contiguous on the CPU
     // runtime: read in place (the array is kept alive, and later writes to
-    // it are seen); otherwise copied, converting the dtype if needed.
-    void set_data(const GraphTensor& t, nb::handle array_like) {
+    // it are seen); otherwise copied, converting the dtype if needed. Carried
+    // state is copied too, except a writable array for an input the program
+    // updates in place (updates_in_place), whose new rows are then written into
+    // the array itself. Returns whether the array is used in place.
+    bool set_data(const GraphTensor& t, nb::handle array_like) {
         check_graph(t, "set_data");
         const luminal::Node& node = graph_->node(t.id());
         luminal::check(node.op.kind == luminal::OpKind::Input, "set_data", "node {} ({}) is not an input", t.id(),
                        luminal::name_of(node.op.kind));
-        if (!reads(t)) return;  // the compiled program does not read it
+        if (!reads(t)) return false;  // the compiled program does not read it
         HostArray array = nb::cast<HostArray>(array_like);
         std::size_t n = array.size();
         if (auto expected = static_numel(node.shape))
@@ -192,17 +195,19 @@ public:
         const auto* data = static_cast<const std::byte*>(array.data());
         if (array.dtype() == dlpack_of(node.dtype)) {
             std::span<const std::byte> bytes(data, n * luminal::size_of(node.dtype));
-            if (auto* cpu = std::get_if<luminal::CpuRuntime>(&runtime_); cpu && !carried_.count(t.id())) {
+            auto* cpu = std::get_if<luminal::CpuRuntime>(&runtime_);
+            const bool carried = carried_.count(t.id()) != 0;
+            if (cpu && (!carried || (cpu->updates_input_in_place(t) && writable(array_like)))) {
                 auto* keep = new nb::object(nb::borrow(array_like));
                 std::shared_ptr<const void> owner(keep, [](const void* p) {
                     nb::gil_scoped_acquire gil;
                     delete static_cast<const nb::object*>(p);
                 });
                 cpu->borrow_bytes(t, bytes, std::move(owner));
-            } else {
-                std::visit([&](auto& rt) { rt.set_bytes(t, bytes); }, runtime_);
+                return true;
             }
-            return;
+            std::visit([&](auto& rt) { rt.set_bytes(t, bytes); }, runtime_);
+            return false;
         }
         if (luminal::is_float(node.dtype)) {
             auto values = values_as<float>(data, array.dtype(), n);
@@ -211,6 +216,15 @@ public:
             auto values = values_as<std::int64_t>(data, array.dtype(), n);
             std::visit([&](auto& rt) { rt.set_data(t, values); }, runtime_);
         }
+        return false;
+    }
+
+    // Whether the carried `output` is computed in the memory of its input
+    // (CpuRuntime::updates_in_place: a Scatter into the input, the rows written).
+    bool updates_in_place(const GraphTensor& output) const {
+        check_graph(output, "updates_in_place");
+        const auto* cpu = std::get_if<luminal::CpuRuntime>(&runtime_);
+        return cpu && cpu->updates_in_place(output);
     }
 
     void execute(const std::optional<std::map<std::string, std::int64_t>>& dims) {
@@ -269,6 +283,11 @@ public:
 private:
     void check_graph(const GraphTensor& t, const char* where) const {
         luminal::check(&t.graph() == graph_, where, "tensor (node {}) belongs to another graph than the compiled one", t.id());
+    }
+    // A C-contiguous host array that may be written (a torch tensor; not a read-only numpy view).
+    static bool writable(nb::handle array_like) {
+        nb::ndarray<nb::c_contig, nb::device::cpu> array;
+        return nb::try_cast(array_like, array, /*convert=*/false);
     }
     static std::optional<std::int64_t> static_numel(const luminal::Shape& shape) {
         std::int64_t n = 1;
@@ -596,6 +615,8 @@ void bind_graph_class(nb::module_& m) {
     nb::class_<Compiled>(m, "Compiled", "A graph compiled for a runtime: bind inputs, execute, read outputs.")
         .def("set_data", &Compiled::set_data, "tensor"_a, "array"_a)
         .def("reads", &Compiled::reads, "tensor"_a)
+        .def("updates_in_place", &Compiled::updates_in_place, "output"_a,
+             "whether the carried output is computed in its input's memory (only the rows written)")
         .def("execute", &Compiled::execute, "dims"_a = nb::none())
         .def("time_execution", &Compiled::time_execution, "dims"_a = nb::none(), "reps"_a = 5)
         .def("get", &Compiled::get, "tensor"_a, "raw"_a = false)

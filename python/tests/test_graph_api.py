@@ -140,6 +140,50 @@ def test_cpu_runtime_reads_a_matching_array_in_place():
     np.testing.assert_array_equal(rt.get(y), [70, 20, 30])
 
 
+def _row_writer():
+    """A [4, 3] cache whose row `index` (as flat element indexes) gets `row`, carried."""
+    g = luminal.Graph()
+    cache = g.tensor([4, 3], name="cache")
+    index = g.tensor([3], luminal.DType.i32, name="index")
+    row = g.tensor([3], name="row")
+    updated = cache.scatter(index, row).output()
+    g.carry(updated, cache)
+    return g.compile("cpu"), cache, index, row, updated
+
+
+def test_carried_scatter_writes_its_rows_into_the_bound_array():
+    rt, cache, index, row, updated = _row_writer()
+    assert rt.updates_in_place(updated)
+    memory = np.arange(12, dtype=np.float32).reshape(4, 3)
+    expected = memory.copy()
+    assert rt.set_data(cache, memory)  # used in place
+    rng = np.random.default_rng(0)
+    for step in (2, 0):
+        values = rng.standard_normal(3).astype(np.float32)
+        rt.set_data(index, np.arange(3, dtype=np.int32) + 3 * step)
+        rt.set_data(row, values)
+        rt.execute()
+        expected[step] = values
+        np.testing.assert_array_equal(memory, expected)  # the bound array itself, no copy back
+        np.testing.assert_array_equal(rt.get(updated), expected)
+    memory[1] = -1  # later writes to it are seen, as for any input read in place
+    expected[1] = -1
+    rt.execute()
+    np.testing.assert_array_equal(rt.get(updated), expected)
+
+
+def test_carried_state_from_a_read_only_array_is_copied():
+    rt, cache, index, row, updated = _row_writer()
+    frozen = np.ones((4, 3), np.float32)
+    frozen.flags.writeable = False
+    assert not rt.set_data(cache, frozen)
+    rt.set_data(index, np.array([3, 4, 5], np.int32))
+    rt.set_data(row, np.full(3, 7, np.float32))
+    rt.execute()
+    np.testing.assert_array_equal(frozen, np.ones((4, 3)))
+    np.testing.assert_array_equal(rt.get(updated), [[1, 1, 1], [7, 7, 7], [1, 1, 1], [1, 1, 1]])
+
+
 def test_unused_input_is_accepted():
     g = luminal.Graph()
     x = g.tensor([2], name="x")

@@ -85,6 +85,52 @@ def test_dynamo_mutated_input_is_written_back():
     torch.testing.assert_close(cache_ours, cache_eager, atol=0, rtol=0)
 
 
+class Attender(torch.nn.Module):
+    """A StaticCache's pattern: index_copy_ new rows into a cache buffer, then read all of it."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.randn(2, 8, 4))
+
+    def forward(self, position, value):
+        self.cache.index_copy_(1, position, value)
+        return torch.softmax(self.cache @ value.transpose(1, 2), dim=1)
+
+
+def test_dynamo_cache_rows_are_written_into_the_callers_tensor():
+    torch.manual_seed(0)
+    ours, eager = Attender(), Attender()
+    eager.cache.copy_(ours.cache)
+    compiled = torch.compile(ours, backend="luminal")
+    storage = ours.cache.data_ptr()
+    with torch.no_grad():
+        for step in range(4):
+            position, value = torch.tensor([step * 2]), torch.randn(2, 1, 4)
+            torch.testing.assert_close(compiled(position, value), eager(position, value), atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(ours.cache, eager.cache, atol=0, rtol=0)
+            # a change made outside the graph (a cache reset, say) is what the next call reads
+            ours.cache.mul_(0.5)
+            eager.cache.mul_(0.5)
+    assert ours.cache.data_ptr() == storage
+
+
+def test_aot_cache_rows_are_written_in_place_or_copied_back():
+    torch.manual_seed(0)
+    model = CacheWriter()
+    compiled = lt.compile(model, (torch.zeros(2, 6, 4), torch.tensor([1]), torch.randn(2, 1, 4)))
+    contiguous = torch.randn(2, 6, 4)
+    strided = torch.randn(2, 4, 6).transpose(1, 2)  # not contiguous: bound by a copy, written back by copy_
+    for ours in (contiguous, strided):
+        eager = ours.clone()
+        for step in range(3):
+            position, value = torch.tensor([step * 2]), torch.randn(2, 1, 4)
+            torch.testing.assert_close(compiled(ours, position, value), model(eager, position, value),
+                                       atol=1e-6, rtol=1e-6)
+            torch.testing.assert_close(ours, eager, atol=0, rtol=0)
+            ours.add_(1.0)
+            eager.add_(1.0)
+
+
 def _unknown_op(x):
     return torch.special.bessel_j0(x) + 1
 

@@ -161,6 +161,18 @@ TEST_CASE("cpu runtime: matmul from primitives") {
     d.run();
 }
 
+// One row times a weight [out, in] (a decode step's projection): in a build without
+// AVX2 (this one) few_rows.hpp reads the weight in place; out sizes off a multiple of
+// its 8-row groups and in sizes off its vector width take the tails.
+TEST_CASE("cpu runtime: one f32 row times a weight read in place") {
+    Differential d;
+    GraphTensor x = d.in({1, 70}), w = d.in({37, 70}), wide = d.in({1, 768}), proj = d.in({256, 768});
+    d.out(x.matmul(w.t()), "1x70 by 37x70", {1e-5, 1e-4});
+    d.out(wide.matmul(proj.t()), "1x768 by 256x768", {1e-5, 1e-4});
+    d.out(x.matmul(w.t()).matmul(w), "then a weight stored [in, out]", {1e-5, 1e-4});
+    d.run();
+}
+
 TEST_CASE("cpu runtime: gather, scatter and the ordering ops built on them") {
     Differential d;
     GraphTensor data = d.in({6, 8}), idx = d.in({10}, DType::I32, cpu_test::integers(0, 47));

@@ -151,12 +151,15 @@ public:
 
     // As set_bytes, without the copy: the runtime reads `bytes` where they are
     // (a memory-mapped weight file) and keeps `owner` alive while it does.
-    // Not for carried inputs, which the runtime writes.
+    // Not for carried inputs, which the runtime writes, except one updated in
+    // place (updates_input_in_place): its Scatter writes the new elements into
+    // `bytes` themselves, so the caller's memory (a torch KV cache) holds the
+    // new state after each execution and no copy of it is ever made.
     void borrow_bytes(const GraphTensor& t, std::span<const std::byte> bytes, std::shared_ptr<const void> owner) {
         std::uint32_t index = input_index(nodes_, t.id());
         for (auto [output, input] : carried_)
-            check(input != index, "CpuRuntime::borrow_bytes", "input '{}' is carried state, which the runtime writes: "
-                  "bind it with set_bytes", nodes_[index].spec.op.label);
+            check(input != index || updates_in_place(output), "CpuRuntime::borrow_bytes", "input '{}' is carried "
+                  "state that the runtime writes out of place: bind it with set_bytes", nodes_[index].spec.op.label);
         std::size_t count = byte_input_count(nodes_[index].spec, bytes.size(), index);
         InputData in{cpu::AlignedBuffer{}, static_cast<std::int64_t>(count), bytes.data(), std::move(owner)};
         bind_input(index, std::move(in));
@@ -242,6 +245,15 @@ public:
         return updates_in_place(output_index(nodes_, output.graph(), output.id()));
     }
 
+    // Whether `input` is carried state whose output updates it in place: what
+    // borrow_bytes accepts for a carried input.
+    bool updates_input_in_place(const GraphTensor& input) const {
+        const std::uint32_t index = input_index(nodes_, input.id());
+        for (auto [output, carried_input] : carried_)
+            if (carried_input == index) return updates_in_place(output);
+        return false;
+    }
+
     // Bytes one execution at `dims` needs for its intermediate buffers and
     // outputs at the widest point: buffers alive together summed in program
     // order (the pool may round a block up). What a caller checks before
@@ -299,7 +311,7 @@ private:
     struct InputData {
         cpu::AlignedBuffer buffer;
         std::int64_t count = 0;
-        const std::byte* borrowed = nullptr;  // borrow_bytes: read in place, never written
+        const std::byte* borrowed = nullptr;  // borrow_bytes: read in place, written only by an in-place update
         std::shared_ptr<const void> owner{};
         cpu::AlignedBuffer interleaved{};  // the blocks repacked for Interleaved8 products; empty until then
         std::optional<InterleavedWeight> interleaved_as{};  // the matrix `interleaved` holds

@@ -7,8 +7,9 @@
 // operands, and padded views, are converted to contiguous f32 first and the
 // result rounded to the node dtype, except that a B with contiguous rows
 // (attention's keys, a weight) or contiguous columns (attention's values),
-// 16-bit or f32 in several batches, times at most few_rows::kMaxRows rows of A
-// is read in place (and widened on the fly) by few_rows.hpp's products;
+// 16-bit or f32 in several batches (or one f32 batch times one row of A where
+// Eigen is not vectorised), times at most few_rows::kMaxRows rows of A is read
+// in place (and widened on the fly) by few_rows.hpp's products;
 // integers use a wrapping triple loop.
 // GCC 12 warns, falsely, that the AVX-512 intrinsics Eigen uses under
 // -march=native may read uninitialised values (GCC bug 105593); the intrinsics
@@ -146,6 +147,17 @@ inline void widen_row(const std::uint16_t* src, std::int64_t n, float* dst) {
     for (; j < n; ++j) dst[j] = widen<D>(src[j]);
 }
 
+// Eigen's GEMV is vectorised only as far as the compile flags allow. Built
+// without AVX2 (the tests, the Python extension: portable code), one row of A
+// times an f32 B runs few_rows.hpp's products, compiled for their own targets
+// and chosen at run time: the SSE2 GEMV took about half of a decode step of
+// the Python benchmark's ~100M f32 Llama (perf).
+#ifdef __AVX2__
+inline constexpr bool kEigenGemvVectorised = true;
+#else
+inline constexpr bool kEigenGemvVectorised = false;
+#endif
+
 }  // namespace matmul_detail
 
 inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_view, DType b_dtype,
@@ -167,8 +179,10 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     std::int64_t batch_count = 1;
     for (std::size_t i = 0; i + 2 < rank; ++i) batch_count *= A.axes[i].size;
     const bool narrow_b = b_dtype == DType::BF16 || b_dtype == DType::F16;
-    const bool few = floats && (narrow_b || (b_dtype == DType::F32 && batch_count > 1)) && !b_bound.padded &&
-                     A.axes[rank - 2].size <= few_rows::kMaxRows;
+    const bool f32_row = b_dtype == DType::F32 && A.axes[rank - 2].size == 1 && !kEigenGemvVectorised &&
+                         scratch.isa != quant::Isa::Scalar;
+    const bool few = floats && (narrow_b || (b_dtype == DType::F32 && batch_count > 1) || f32_row) &&
+                     !b_bound.padded && A.axes[rank - 2].size <= few_rows::kMaxRows;
     const bool b_rows = few && b_bound.axes[rank - 1].stride == 1;
     const bool b_columns = few && !b_rows && b_bound.axes[rank - 2].stride == 1;
     const bool few_rows_product = b_rows || b_columns;

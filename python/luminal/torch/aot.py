@@ -21,8 +21,9 @@ class CompiledModule:
         self.program = program
         signature = program.graph_signature
         self._compiled = CompiledGraph(translate(program.graph_module, name="the exported program"), device=device,
-                                       search=search, threads=threads, name="luminal.torch.compile")
-        state = {**program.state_dict, **program.constants}
+                                       search=search, threads=threads, name="luminal.torch.compile",
+                                       mutations=_mutations(signature))
+        state = self._state = {**program.state_dict, **program.constants}
         self._fixed: dict[int, torch.Tensor] = {}
         self._user_positions: list[int] = []
         for position, spec in enumerate(signature.input_specs):
@@ -61,11 +62,27 @@ class CompiledModule:
         for (kind, target), value in zip(self._outputs, results):
             if kind == "user":
                 user.append(value)
-            elif kind == "user_mutation":
-                inputs[target].copy_(value)
             else:
-                self.program.state_dict[target].copy_(value)
+                destination = inputs[target] if kind == "user_mutation" else self._state[target]
+                if value is not destination:  # the runtime updated it in place where it could
+                    destination.copy_(value)
         return torch.utils._pytree.tree_unflatten(user, self._out_spec) if self._out_spec is not None else user
+
+
+def _mutations(signature) -> dict[int, int]:
+    """Output index -> input position of each mutated user input or buffer."""
+    positions = {}
+    for position, spec in enumerate(signature.input_specs):
+        positions[spec.arg.name] = position
+        if spec.kind == InputKind.BUFFER:
+            positions[("buffer", spec.target)] = position
+    mutations = {}
+    for output, spec in enumerate(signature.output_specs):
+        if spec.kind == OutputKind.USER_INPUT_MUTATION:
+            mutations[output] = positions[spec.target]
+        elif spec.kind == OutputKind.BUFFER_MUTATION:
+            mutations[output] = positions[("buffer", spec.target)]
+    return mutations
 
 
 def compile(model: torch.nn.Module, example_inputs: tuple, *, dynamic_shapes=None, device: str = "cpu",

@@ -2,7 +2,9 @@
 AOTAutograd, which functionalises it and decomposes it to core ATen; each ATen graph is
 translated, compiled once (symbolic sizes as luminal dimensions, so later sizes reuse it)
 and run on a luminal runtime. AOTAutograd writes mutated inputs (a StaticCache's
-index_copy_) back after each call.
+index_copy_) back after each call: the graph's first outputs are their new values, which the
+CPU runtime computes in the inputs' own memory where it can (only the new rows written), so
+that write-back copies nothing.
 
 options: device ("cpu", "cuda" or "reference"), search (candidate programs to profile),
 threads (CPU threads; 0 = every core), fallback (True: ops without a translation run in
@@ -12,6 +14,7 @@ from __future__ import annotations
 import warnings
 
 import torch
+import torch._guards
 from torch._dynamo.backends.common import aot_autograd
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
@@ -37,18 +40,35 @@ def _settings(options) -> dict:
 def compile_fx(gm: torch.fx.GraphModule, example_inputs, settings: dict):
     """The ATen graph `gm` as a callable on luminal (a split module when it has to fall back)."""
     if settings["fallback"]:
-        split, unsupported = split_unsupported(gm, lambda sub: _compile_one(sub, settings))
+        split, unsupported = split_unsupported(gm, lambda sub: _compile_one(sub, settings, {}))
         if unsupported:
             warnings.warn("luminal: these ops run in PyTorch (graph breaks): " + ", ".join(sorted(unsupported)),
                           stacklevel=2)
         return split
-    return _compile_one(gm, settings)
+    return _compile_one(gm, settings, _mutated_inputs(gm))
 
 
-def _compile_one(gm: torch.fx.GraphModule, settings: dict):
+def _mutated_inputs(gm: torch.fx.GraphModule) -> dict[int, int]:
+    """Output index -> input index of each input whose data (only) AOTAutograd writes back:
+    its epilogue copies output i into the i-th of fw_metadata's mutated inputs."""
+    context = torch._guards.TracingContext.try_get()
+    metadata = getattr(context, "fw_metadata", None)
+    placeholders = sum(1 for node in gm.graph.nodes if node.op == "placeholder")
+    if metadata is None or len(metadata.input_info) != placeholders:
+        return {}
+    mutations = {}
+    for output, index in enumerate(metadata.mutated_inp_runtime_indices):
+        info = metadata.input_info[index]
+        if info.mutates_data and not info.mutates_metadata and not info.mutates_storage_metadata:
+            mutations[output] = index
+    return mutations
+
+
+def _compile_one(gm: torch.fx.GraphModule, settings: dict, mutations: dict[int, int]):
     global compilations
     compiled = CompiledGraph(translate(gm, name="the captured graph"), device=settings["device"],
-                             search=settings["search"], threads=settings["threads"], name="luminal graph")
+                             search=settings["search"], threads=settings["threads"], name="luminal graph",
+                             mutations=mutations)
     compilations += 1
 
     def run(*args):
