@@ -93,14 +93,15 @@ struct GemvAbsorbsPrologue {
         const NodeSpec& gemv = ctx.spec(g, m.node<"gemv">());
         const auto& op = *gemv.payload_as<cuda::GemvOp>();
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
-        if (op.prologue || op.epilogue || !gemv.views[0].is_contiguous()) return;
+        if (op.prologue || op.epilogue) return;
         const auto kids = g.children(m.node<"gemv">());
         // Of the activation's class, the row op that hoists the most per-row work.
         std::optional<ENodeId> row_op;
         auto stages = [&](ENodeId n) { return ctx.spec(g, n).payload_as<cuda::RowOp>()->stages.size(); };
         for (ENodeId r : g.class_nodes(g.find(kids[0])))
             if (g.alive(r) && ctx.spec(g, r).kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
-        if (!row_op) return;
+        // The view is tested after the class, which most often holds no row op.
+        if (!row_op || !gemv.views[0].is_contiguous()) return;
         const NodeSpec& row = ctx.spec(g, *row_op);
         if (row.dtype != DType::F32 || row.shape != gemv.views[0].dims()) return;
         const auto row_kids = g.children(*row_op);
@@ -275,10 +276,12 @@ struct GemvReadsThroughCopy {
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         const NodeSpec& gemv = ctx.spec(g, m.node<"gemv">());
-        if (gemv.payload_as<cuda::GemvOp>()->prologue || !gemv.views[0].is_contiguous()) return;
+        if (gemv.payload_as<cuda::GemvOp>()->prologue) return;
         const auto kids = g.children(m.node<"gemv">());
+        // Most activations have no copy: the view is tested only once one is found.
         for (ENodeId c : g.class_nodes(g.find(kids[0]))) {
             if (!g.alive(c) || ctx.spec(g, c).kind != sym(OpKind::Cast)) continue;
+            if (!gemv.views[0].is_contiguous()) return;
             const NodeSpec& cast = ctx.spec(g, c);
             const DType from = ctx.facts(g, g.children(c)[0]).dtype;
             // The Gemv reads its activation by element index, so any view of as many elements will do.
