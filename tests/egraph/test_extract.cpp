@@ -241,3 +241,49 @@ TEST_CASE("extraction's class groups and re-pick prices agree with direct walks 
         }
     CHECK(repicks > 10);
 }
+
+TEST_CASE("a runtime's pricer is derived once per group of nodes priced alike, then evaluated at each workload") {
+    Graph g;
+    // Three layers alike: the second and third read a computed activation and a weight of one shape.
+    auto x = g.tensor({'s', 16}), w1 = g.tensor({16, 16}), w2 = g.tensor({16, 16}), w3 = g.tensor({16, 16});
+    (x.matmul(w1).exp().matmul(w2).exp().matmul(w3).exp() + 1.0).output();
+    egraph::HlirEGraph h;
+    egraph::build_egraph(g, h);
+    egraph::saturate(h.graph, h.ctx, egraph::CpuRules{});
+    const egraph::EGraph& eg = h.graph;
+    const egraph::ExtractionGraph extraction(eg, h.ctx);
+
+    // A price known in closed form: output elements at the dims, times one plus the node's inputs
+    // (a factor fixed when the pricer is derived).
+    auto elements = [](const Shape& shape, const DynMap& dims) {
+        double n = 1;
+        for (const Expression& d : shape) n *= static_cast<double>(d.eval(dims));
+        return n;
+    };
+    std::size_t derived = 0;
+    CostModel model;
+    model.pricer = [&](const NodeCostQuery& q) -> NodePricer {
+        ++derived;
+        const double factor = 1.0 + static_cast<double>(q.input_dtypes.size());
+        return [factor, shape = q.spec.shape, &elements](const DynMap& dims) { return factor * elements(shape, dims); };
+    };
+    const std::vector<NodePricer> pricers = extraction.pricers(model);
+    CHECK(derived == pricers.size());
+    DynMap one, four;
+    one.set('s', 1);
+    four.set('s', 4);
+    const std::vector<double> prices = extraction.prices({{one, 2}, {four, 0.5}}, pricers);
+    const std::vector<double> again = extraction.prices({{four, 1}}, pricers);
+    CHECK(derived == pricers.size());  // pricing at more workloads derived nothing again
+
+    std::size_t live = 0;
+    for (egraph::ENodeId n = 0; n < eg.total_nodes(); ++n) {
+        if (!eg.alive(n)) continue;
+        ++live;
+        const NodeSpec& spec = h.ctx.spec(eg, n);
+        const double factor = 1.0 + static_cast<double>(eg.children(n).size());
+        CHECK(prices[n] == doctest::Approx(2 * factor * elements(spec.shape, one) + 0.5 * factor * elements(spec.shape, four)));
+        CHECK(again[n] == doctest::Approx(factor * elements(spec.shape, four)));
+    }
+    CHECK(pricers.size() < live);  // nodes of one spec over inputs alike share a pricer
+}
