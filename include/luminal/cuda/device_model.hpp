@@ -5,8 +5,6 @@
 // The device runtime and its host emulator share it, so both extract the same
 // program for a graph, and the plan report prices launches the same way.
 #include <limits>
-#include <memory>
-#include <vector>
 
 #include "luminal/cuda/launch_work.hpp"
 #include "luminal/egraph/cost_model.hpp"
@@ -16,41 +14,37 @@ namespace luminal::cuda {
 // A node no CUDA launch can compute is priced out of every choice that has another way.
 inline constexpr double kUnplannable = 1e3;
 
-// What pricing a node at any dims needs of it, planned once: its kernel, as plan_program would plan it.
-inline NodePricer node_pricer(const NodeCostQuery& q, const DeviceSpec& device) {
+inline double node_price(const NodeCostQuery& q, const DeviceSpec& device) {
     const auto kind = q.spec.kind;
-    if (kind == symbol_of(OpKind::Input) || kind == symbol_of(OpKind::Constant)) return [](const DynMap&) { return 0.0; };
-    auto p = std::make_shared<PlannedNode>();
+    if (kind == symbol_of(OpKind::Input) || kind == symbol_of(OpKind::Constant)) return 0;
+    PlannedNode p;
     try {
-        *p = plan_node(q.spec, q.input_dtypes, 0);
+        p = plan_node(q.spec, q.input_dtypes, 0);
     } catch (const Error&) {
-        return [](const DynMap&) { return kUnplannable; };
+        return kUnplannable;
     }
     // A cache write into a bound (carried) buffer runs in place: no copy of the cache.
-    if ((p->role == PlannedNode::Role::Scatter || p->role == PlannedNode::Role::Update) && !q.input_bound.empty() && q.input_bound[0])
-        p->kernel.reset();
-    return [p = std::shared_ptr<const PlannedNode>(std::move(p)), &spec = q.spec, dtypes = q.input_dtypes, shapes = q.input_shapes,
-            bound = q.input_bound, device](const DynMap& dims) {
-        std::vector<PlannedLaunch> launches;
-        append_node_launches(launches, *p, spec, dtypes, 0, dims, dims, device.multiprocessors);
-        std::vector<SourceInfo> sources;
-        for (std::size_t i = 0; i < dtypes.size(); ++i) {
-            double elements = 1;
-            if (i < shapes.size())
-                for (const Expression& d : shapes[i]) elements *= static_cast<double>(std::max<std::int64_t>(d.eval(dims), 0));
-            else elements = work_detail::view_elements(spec.views[i], dims);
-            sources.push_back({dtypes[i], elements, i < bound.size() && bound[i] != 0});
-        }
-        double seconds = 0;
-        for (const PlannedLaunch& l : launches)
-            seconds += estimate_launch(launch_work(l, *p, spec, sources, dims, device), device, true).seconds;
-        return seconds;
-    };
+    if ((p.role == PlannedNode::Role::Scatter || p.role == PlannedNode::Role::Update) && !q.input_bound.empty() && q.input_bound[0])
+        p.kernel.reset();
+    std::vector<PlannedLaunch> launches;
+    append_node_launches(launches, p, q.spec, q.input_dtypes, 0, q.dims, q.dims, device.multiprocessors);
+    std::vector<SourceInfo> sources;
+    for (std::size_t i = 0; i < q.input_dtypes.size(); ++i) {
+        double elements = 1;
+        if (i < q.input_shapes.size())
+            for (const Expression& d : q.input_shapes[i]) elements *= static_cast<double>(std::max<std::int64_t>(d.eval(q.dims), 0));
+        else elements = work_detail::view_elements(q.spec.views[i], q.dims);
+        sources.push_back({q.input_dtypes[i], elements, i < q.input_bound.size() && q.input_bound[i] != 0});
+    }
+    double seconds = 0;
+    for (const PlannedLaunch& l : launches)
+        seconds += estimate_launch(launch_work(l, p, q.spec, sources, q.dims, device), device, true).seconds;
+    return seconds;
 }
 
 inline CostModel device_cost_model(const DeviceSpec& device = {}) {
     CostModel model{device.bandwidth, device.graph_launch_seconds, device.flops};
-    model.pricer = [device](const NodeCostQuery& q) { return node_pricer(q, device); };
+    model.price = [device](const NodeCostQuery& q) { return node_price(q, device); };
     return model;
 }
 

@@ -57,9 +57,8 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
     report.times.saturation_seconds = seconds_since(phase);
     auto start = Clock::now();
     const egraph::ExtractionGraph extraction(h.graph, h.ctx);
-    const std::vector<NodePricer> pricers = extraction.pricers(runtime.cost_model());
     report.times.shared_seconds = seconds_since(start);
-    egraph::SearchResult found = egraph::search(h, extraction, pricers, runtime, graph, options, verbosity);
+    egraph::SearchResult found = egraph::search(h, extraction, runtime, graph, options, verbosity);
     found.program.carried = graph.carried();
     found.program.guards = graph.guards();
     report.times.extractions.push_back(std::move(found.times));
@@ -69,7 +68,7 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
             at.workloads = special.workloads;
             for (Workload& w : at.workloads)
                 for (auto [c, v] : special.fixed.entries()) w.dims.set(c, v);
-            egraph::SearchResult specialized = egraph::search(h, extraction, pricers, runtime, graph, at, verbosity);
+            egraph::SearchResult specialized = egraph::search(h, extraction, runtime, graph, at, verbosity);
             specialized.program.carried = graph.carried();
             specialized.program.fixed_dims = special.fixed;
             found.program.specializations.push_back(std::move(specialized.program));

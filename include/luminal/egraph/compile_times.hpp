@@ -25,8 +25,7 @@ struct ExtractionTimes {
 
 struct CompileTimes {
     double build_seconds = 0;                  // the HLIR graph into an e-graph
-    double shared_seconds = 0;                 // what every extraction reads of the saturated e-graph (and the
-                                               // cost model's plan of each node), gathered once
+    double shared_seconds = 0;                 // what every extraction reads of the saturated e-graph, gathered once
     double saturation_seconds = 0;
     std::vector<ExtractionTimes> extractions;  // the main program's, then each specialization's
     double load_seconds = 0;                   // Runtime::load of the chosen program

@@ -23,20 +23,13 @@ struct NodeCostQuery {
     const DynMap& dims;
 };
 
-// A node's seconds at given dims, from what a runtime derived of the node once.
-using NodePricer = std::function<double(const DynMap&)>;
-
 struct CostModel {
     double bytes_per_second = 1e10;   // memory bandwidth a kernel streams at
     double launch_seconds = 4e-7;     // fixed cost of running one more kernel
     double flops_per_second = 1.6e11; // arithmetic rate of a backend op's flops()
-    // A runtime's own pricing of a node (its launches, their parallelism), in
-    // two steps, as extraction prices each node at several workloads: what the
-    // node alone decides (its kernel, say) is derived once, from the query's
-    // spec and inputs (not its dims), and the pricer returned gives the seconds
-    // at each workload's dims. It may keep what the query refers to. When
-    // unset, node_seconds' estimate from the three numbers above.
-    std::function<NodePricer(const NodeCostQuery&)> pricer = {};
+    // A runtime's own pricing of a node (its launches, their parallelism);
+    // when unset, node_seconds' estimate from the three numbers above.
+    std::function<double(const NodeCostQuery&)> price = {};
 };
 
 // Sizes a compilation is priced and profiled at, and how often each runs.
@@ -73,7 +66,7 @@ inline std::vector<Workload> costing_workloads(const std::vector<Workload>& give
 // price, else its output and its inputs (of the given dtypes) streamed once,
 // one launch, and the arithmetic a backend op declares or an elementwise primitive does.
 inline double node_seconds(const NodeCostQuery& q, const CostModel& model) {
-    if (model.pricer) return model.pricer(q)(q.dims);
+    if (model.price) return model.price(q);
     const NodeSpec& s = q.spec;
     if (s.kind == symbol_of(OpKind::Input) || s.kind == symbol_of(OpKind::Constant)) return 1 / model.bytes_per_second;
     auto elements = [&](const Shape& shape) {

@@ -47,42 +47,30 @@ public:
     // Parent classes of each class: every class whose e-nodes read it.
     const std::vector<double>& parent_classes() const { return parent_classes_; }
 
-    // One pricer per group of nodes priced alike (see gather_inputs), derived
-    // once under `model` for every set of workloads priced with it.
-    std::vector<NodePricer> pricers(const CostModel& model) const {
-        static const DynMap no_dims;
-        const CostModel estimate{model.bytes_per_second, model.launch_seconds, model.flops_per_second};
-        std::vector<NodePricer> out;
-        out.reserve(priced_by_.size());
-        for (const ENodeId n : priced_by_) {
-            const NodeCostQuery query = query_of(n, no_dims);
-            if (model.pricer) out.push_back(model.pricer(query));
-            else out.push_back([this, n, estimate](const DynMap& dims) { return node_seconds(query_of(n, dims), estimate); });
-        }
-        return out;
-    }
-
-    // Each live node's seconds by `pricers` (this graph's, from pricers()),
-    // summed over the workloads by weight; the seconds pricing each workload
-    // took go to `timings` if given. A price depends only on the node's spec
-    // and its inputs' facts, so it is found once per group of nodes that share
-    // them (a layer's nodes repeat in every layer).
-    std::vector<double> prices(const std::vector<Workload>& workloads, const std::vector<NodePricer>& pricers,
+    // Each live node's seconds under `model`, summed over the workloads by
+    // weight; the seconds pricing each workload took go to `timings` if given.
+    // A price depends only on the node's spec and its inputs' facts, so it is
+    // found once per group of nodes that share them (a layer's nodes repeat in
+    // every layer).
+    std::vector<double> prices(const std::vector<Workload>& workloads, const CostModel& model,
                                std::vector<double>* timings = nullptr) const {
         std::vector<double> own(g_.total_nodes(), 0);
         std::vector<double> price(priced_by_.size(), 0);
         for (const Workload& w : workloads) {
             const auto start = std::chrono::steady_clock::now();
-            for (std::size_t k = 0; k < priced_by_.size(); ++k) price[k] = pricers[k](w.dims);
+            for (std::size_t k = 0; k < priced_by_.size(); ++k) {
+                const ENodeId n = priced_by_[k];
+                const std::size_t first = child_start_[n], count = child_start_[n + 1] - first;
+                const NodeCostQuery query{ctx_.spec(g_, n), std::span(input_dtypes_).subspan(first, count),
+                                          std::span(input_shapes_).subspan(first, count),
+                                          std::span(input_bound_).subspan(first, count), w.dims};
+                price[k] = node_seconds(query, model);
+            }
             for (ENodeId n = 0; n < g_.total_nodes(); ++n)
                 if (g_.alive(n)) own[n] += w.weight * price[price_group_[n]];
             if (timings) timings->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         }
         return own;
-    }
-
-    std::vector<double> prices(const std::vector<Workload>& workloads, const CostModel& model) const {
-        return prices(workloads, pricers(model));
     }
 
     ClassId class_of(ENodeId n) const { return node_class_[n]; }
@@ -104,12 +92,6 @@ public:
     std::size_t group_of(ClassId c) const { return class_group_[c]; }
 
 private:
-    NodeCostQuery query_of(ENodeId n, const DynMap& dims) const {
-        const std::size_t first = child_start_[n], count = child_start_[n + 1] - first;
-        return {ctx_.spec(g_, n), std::span(input_dtypes_).subspan(first, count), std::span(input_shapes_).subspan(first, count),
-                std::span(input_bound_).subspan(first, count), dims};
-    }
-
     void count_parent_classes(const EGraph& g) {
         parent_classes_.assign(g.class_capacity(), 0);
         std::vector<std::uint64_t> edges;

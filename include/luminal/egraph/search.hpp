@@ -143,11 +143,10 @@ struct SearchResult {
 
 // The program for `options.workloads`: the cost model's choice, then (with
 // search_candidates > 1) the fastest profiled candidate. `extraction` is the
-// saturated e-graph h's and `pricers` its nodes' under rt's cost model
-// (ExtractionGraph::pricers), shared by every search on it.
+// saturated e-graph h's, shared by every search on it.
 template <typename Runtime>
-SearchResult search(const HlirEGraph& h, const ExtractionGraph& extraction, const std::vector<NodePricer>& pricers, Runtime& rt,
-                    const Graph& graph, const CompileOptions& options, int verbosity) {
+SearchResult search(const HlirEGraph& h, const ExtractionGraph& extraction, Runtime& rt, const Graph& graph,
+                    const CompileOptions& options, int verbosity) {
     using Clock = std::chrono::steady_clock;
     auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     SearchResult result;
@@ -158,7 +157,7 @@ SearchResult search(const HlirEGraph& h, const ExtractionGraph& extraction, cons
         return p;
     };
     const std::vector<Workload> workloads = costing_workloads(options.workloads, graph.dyn_map());
-    const std::vector<double> prices = extraction.prices(workloads, pricers, &result.times.costing_seconds);
+    const std::vector<double> prices = extraction.prices(workloads, rt.cost_model(), &result.times.costing_seconds);
     auto start = Clock::now();
     CandidateGenerator candidates(h, extract_min_cost(h.graph, extraction, prices, h.roots), options.seed);
     result.times.choice_seconds = seconds_since(start);
