@@ -70,34 +70,23 @@ struct ReduceAbsorbsRegion {
 };
 
 // A fused region reading per-row values of its own rows becomes a row
-// kernel, a warp or a block per row. A region matched again (a class it
-// reads gained an e-node) whose classes and the classes its last growth met
-// read as they did then would grow the same rows: it is passed over.
+// kernel, a warp or a block per row.
 struct RowKernelFromRegion {
     static constexpr std::string_view name = "cuda.row-kernel";
     using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        const ENodeId matched = m.node<"region">();
-        const NodeSpec& region = ctx.spec(g, matched);
+        const NodeSpec& region = ctx.spec(g, m.node<"region">());
         if (region.shape.empty() || region.shape.back() == Expression(1) || region.views.empty()) return;
         // Most regions read nothing per row: they are passed over before a draft is built.
         const row_detail::Reads& broadcast = row_detail::row_broadcast(region.shape);
         if (!broadcast.read_by_any(region.views)) return;
         // The draft copies what it reads of the spec: add_spec may move the specs.
         row_detail::RowDraft row{region.shape, region.dtype, {}, region.views, {}};
-        for (ClassId c : g.children(matched)) row.children.push_back(g.find(c));
-        // What growing reads: the region's classes, then those it meets (row_detail::note_reads).
-        std::vector<std::uint32_t> reads(row.children.begin(), row.children.end());
-        const std::vector<std::uint32_t>& last = ctx.last_reads(name, matched);
-        if (last.size() >= reads.size() && std::equal(reads.begin(), reads.end(), last.begin()) &&
-            row_detail::reads_unchanged(g, ctx, row, std::span(last).subspan(reads.size())))
-            return;
+        for (ClassId c : g.children(m.node<"region">())) row.children.push_back(g.find(c));
         row.op.program = region.payload_as<FusedElementwiseOp>()->program;
         for (std::uint16_t i = 0; i < row.children.size(); ++i) row.op.operands.push_back({cuda::RowOperand::Kind::Input, i});
-        const bool grew = row_detail::grow(g, ctx, row, broadcast, &reads);
-        ctx.last_reads(name, matched) = std::move(reads);
-        if (!grew) return;
+        if (!row_detail::grow(g, ctx, row, broadcast)) return;
         const ClassId root = m.root(g);
         for (auto strategy : {cuda::ReduceStrategy::WarpPerOutput, cuda::ReduceStrategy::BlockPerOutput}) {
             row.op.strategy = strategy;

@@ -139,10 +139,12 @@ struct GemvAbsorbsEpilogue {
             // The plain products of each input read whole, in class order: the leads, and where each lead's partners are.
             const NodeSpec& spec = ctx.spec(g, matched);
             std::vector<std::vector<ENodeId>> plain(region_kids.size());
-            for (std::size_t i = 0; i < region_kids.size(); ++i)
-                if (reads_whole(spec, i))
-                    for (ENodeId n : g.class_nodes(region_kids[i]))
-                        if (plain_product(g, ctx, n, spec.shape)) plain[i].push_back(n);
+            for (std::size_t i = 0; i < region_kids.size(); ++i) {
+                for (ENodeId n : g.class_nodes(region_kids[i]))
+                    if (plain_product(g, ctx, n, spec.shape)) plain[i].push_back(n);
+                // The view is tested only where there is a product (most classes hold none): it builds expressions.
+                if (!plain[i].empty() && !reads_whole(spec, i)) plain[i].clear();
+            }
             for (const std::vector<ENodeId>& products : plain)
                 for (ENodeId n : products) leads.push_back({n, std::vector<std::optional<ENodeId>>(region_kids.size())});
             for (auto& [lead, gemvs] : leads)

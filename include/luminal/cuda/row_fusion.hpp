@@ -8,7 +8,6 @@
 // square, rsqrt) each become one kernel.
 #include <algorithm>
 #include <optional>
-#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -176,7 +175,7 @@ inline std::optional<RowStage> stage_of(const EGraph& g, const HlirContext& ctx,
     if (auto* r = s.payload_as<cuda::ReduceOp>()) stage.fold = r->fold, stage.program = r->prologue;
     else stage.fold = static_cast<OpKind>(s.kind);
     for (std::size_t k = 0; k < kids.size(); ++k) {
-        // The view's dims compared in place: building them was a fifth of this function's time.
+        // The view's dims compared in place, without building them: this runs for every candidate stage.
         const auto& axes = s.views[k].axes();
         if (!std::equal(axes.begin(), axes.end(), row.shape.begin(), row.shape.end(),
                         [](const ShapeTracker::Axis& a, const Expression& d) { return a.size == d; }))
@@ -186,48 +185,13 @@ inline std::optional<RowStage> stage_of(const EGraph& g, const HlirContext& ctx,
     return stage;
 }
 
-// Records what absorbing from class c reads: c, then each of its live
-// nodes that may be a stage with its children's classes. What grow makes is a
-// function of the draft it starts from and of these records for the classes
-// it meets, in order (each class met is a child's class an earlier record holds).
-inline void note_reads(const EGraph& g, const HlirContext& ctx, const RowDraft& row, const Expression& rows, ClassId c,
-                       std::vector<std::uint32_t>& reads) {
-    reads.push_back(g.find(c));
-    const std::size_t stages_at = reads.size();
-    reads.push_back(0);
-    for (ENodeId n : g.class_nodes(c)) {
-        if (!g.alive(n) || !may_stage(ctx.spec(g, n), row, rows)) continue;
-        ++reads[stages_at];
-        const auto kids = g.children(n);
-        reads.push_back(n);
-        reads.push_back(static_cast<std::uint32_t>(kids.size()));
-        for (ClassId k : kids) reads.push_back(g.find(k));
-    }
-}
-
-// Whether the classes `reads` (note_reads' records) holds read the same now, so that grow from a draft
-// of the same shape would make what it made then.
-inline bool reads_unchanged(const EGraph& g, const HlirContext& ctx, const RowDraft& row, std::span<const std::uint32_t> reads) {
-    const Expression rows = product(row.outer());
-    std::vector<std::uint32_t> now;
-    for (std::size_t at = 0; at < reads.size(); at += now.size()) {
-        now.clear();
-        note_reads(g, ctx, row, rows, reads[at], now);
-        if (now.size() > reads.size() - at || !std::equal(now.begin(), now.end(), reads.begin() + static_cast<std::ptrdiff_t>(at)))
-            return false;
-    }
-    return true;
-}
-
 // The best stage for input t: the node of its class adding the fewest new
-// inputs, then the one computing the most inside the kernel. What it reads goes to `reads` if given.
-inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx, const RowDraft& row, std::size_t t,
-                                        std::vector<std::uint32_t>* reads) {
+// inputs, then the one computing the most inside the kernel.
+inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx, const RowDraft& row, std::size_t t) {
     const ClassId c = row.children[t];
     std::optional<RowDraft> best;
     std::tuple<std::size_t, std::size_t> best_score{};
     const Expression rows = product(row.outer());
-    if (reads) note_reads(g, ctx, row, rows, c, *reads);
     for (ENodeId n : g.class_nodes(c)) {
         if (!g.alive(n) || !may_stage(ctx.spec(g, n), row, rows)) continue;
         RowDraft trial = row;
@@ -247,16 +211,14 @@ inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx,
     return best;
 }
 
-// Absorbs every per-row input it can; false when none was. `broadcast` is
-// row_broadcast(row.shape); what it reads of the classes it meets goes to `reads` if given (note_reads).
-inline bool grow(const EGraph& g, const HlirContext& ctx, RowDraft& row, const Reads& broadcast,
-                 std::vector<std::uint32_t>* reads = nullptr) {
+// Absorbs every per-row input it can; false when none was. `broadcast` is row_broadcast(row.shape).
+inline bool grow(const EGraph& g, const HlirContext& ctx, RowDraft& row, const Reads& broadcast) {
     bool grew = false;
     for (bool again = true; again && row.op.stages.size() < kMaxRowStages;) {
         again = false;
         for (std::size_t t = 0; t < row.children.size(); ++t) {
             if (!broadcast.same_as(row.views[t])) continue;
-            auto trial = absorbed(g, ctx, row, t, reads);
+            auto trial = absorbed(g, ctx, row, t);
             if (!trial || trial->children.empty() || trial->children.size() > kMaxFusedInputs) continue;
             row = std::move(*trial);
             grew = again = true;

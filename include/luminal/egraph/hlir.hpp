@@ -91,15 +91,11 @@ public:
     // classes, e-nodes): true when it applied at `node` before and read
     // exactly `reads` then, so it would add nothing new; records `reads` otherwise.
     bool read_before(std::string_view rule, ENodeId node, std::vector<std::uint32_t> reads) {
-        std::vector<std::uint32_t>& last = last_reads(rule, node);
+        std::vector<std::uint32_t>& last = last_reads_[rule][node];
         if (last == reads) return true;
         last = std::move(reads);
         return false;
     }
-
-    // What `rule` recorded it read when it last applied at `node` (empty if it has not), for a rule
-    // that can only tell what it reads as it goes; valid until the next call.
-    std::vector<std::uint32_t>& last_reads(std::string_view rule, ENodeId node) { return last_reads_[rule][node]; }
 
 private:
     std::vector<ClassFacts> facts_;  // by class id, as made
