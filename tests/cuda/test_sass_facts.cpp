@@ -9,7 +9,10 @@
 
 #include <luminal/cuda.hpp>
 #include <luminal/cuda/sass_facts.hpp>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <unistd.h>
 
 namespace {
 
@@ -104,6 +107,63 @@ extern "C" __global__ void four(const float4* __restrict__ in, float* out, int n
     CHECK(local.stack_bytes >= 256);
     CHECK(local.registers > 0);
     CHECK(local.instructions > 0);
+}
+
+TEST_CASE("SASS facts are kept beside the cubins, and a cubin other than the one they were read from reads its own") {
+    REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
+    const auto dir = std::filesystem::temp_directory_path() / fmt::format("luminal-sass-cache-{}", ::getpid());
+    std::filesystem::remove_all(dir);
+    ::setenv("LUMINAL_CACHE_DIR", dir.c_str(), 1);
+    // Two kernels of one entry name: a chain of dependent loads, and four independent 16-byte loads a trip.
+    const auto chain = cuda::Nvrtc::get().compile(R"(extern "C" __global__ void k(const int* __restrict__ next, int* out, int steps) {
+  int at = threadIdx.x;
+  #pragma unroll 1
+  for (int i = 0; i < steps; ++i) at = next[at];
+  out[threadIdx.x] = at;
+})", 90, "k");
+    const auto four = cuda::Nvrtc::get().compile(R"(extern "C" __global__ void k(const float4* __restrict__ in, float* out, int n) {
+  float acc = 0.0f;
+  #pragma unroll 1
+  for (int i = threadIdx.x; i + 768 < n; i += 1024) {
+    const float4 a = in[i], b = in[i + 256], c = in[i + 512], d = in[i + 768];
+    acc += (a.x + a.y + a.z + a.w) * (b.x + b.y + b.z + b.w) + (c.x + c.y + c.z + c.w) * (d.x + d.y + d.z + d.w);
+  }
+  out[threadIdx.x] = acc;
+})", 90, "k");
+    const auto chain_file = cuda::sass_detail::cache_file(*chain, "k"), four_file = cuda::sass_detail::cache_file(*four, "k");
+    CHECK(chain_file.parent_path() == dir);
+    CHECK(chain_file != four_file);
+
+    const auto read = cuda::sass_facts(*chain, "k");
+    REQUIRE(read.has_value());
+    CHECK(read->main_loop_bytes_in_flight == 4);
+    CHECK(read->serial_load_loops == 1);
+    REQUIRE(std::filesystem::exists(chain_file));
+    CHECK(cuda::sass_facts(*chain, "k") == read);
+
+    // Facts planted under the chain's key are what a later read of the chain returns: the file is read, not the SASS.
+    const std::string planted = cuda::sass_detail::cache_key(*chain, "k") + "1 2 3 4 5 6 7 8.5 9\n";
+    std::ofstream(chain_file, std::ios::binary) << planted;
+    const auto from_file = cuda::sass_facts(*chain, "k");
+    REQUIRE(from_file.has_value());
+    CHECK(from_file->registers == 1);
+    CHECK(from_file->main_loop_bytes_in_flight == 8.5);
+    CHECK(from_file->serial_load_loops == 9);
+
+    // The same file where the other cubin's facts belong (as if their names collided) is not its facts:
+    // that cubin's SASS is read, and its own facts replace the file.
+    std::ofstream(four_file, std::ios::binary) << planted;
+    const auto other = cuda::sass_facts(*four, "k");
+    REQUIRE(other.has_value());
+    CHECK(other->main_loop_bytes_in_flight == 64);
+    CHECK(other->serial_load_loops == 0);
+    CHECK(other->registers != 1);
+    CHECK(cuda::sass_detail::read_cached(*four, "k") == other);
+    // Nor are the chain's facts another entry's in the same cubin.
+    CHECK_FALSE(cuda::sass_detail::read_cached(*chain, "k2").has_value());
+
+    ::unsetenv("LUMINAL_CACHE_DIR");
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the 8B shape's decode kernels as compiled: every GEMV issues all its weight loads before the first product, none spills") {

@@ -91,25 +91,28 @@ struct GemvAbsorbsPrologue {
     using pattern = As<"gemv", AnyArity<op_symbol<cuda::GemvOp>>>;
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
-        // Copies: add_spec may move the specs, merge the children.
-        const NodeSpec gemv = ctx.spec(g, m.node<"gemv">());
-        const cuda::GemvOp op = *gemv.payload_as<cuda::GemvOp>();
+        const NodeSpec& spec = ctx.spec(g, m.node<"gemv">());
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
-        if (op.prologue || op.epilogue || !gemv.views[0].is_contiguous()) return;
-        const auto gemv_kids = g.children(m.node<"gemv">());
-        const std::vector<ClassId> kids(gemv_kids.begin(), gemv_kids.end());
+        if (spec.payload_as<cuda::GemvOp>()->prologue || spec.payload_as<cuda::GemvOp>()->epilogue) return;
         // Of the activation's class, the row op that hoists the most per-row work; else each region (they
         // reach back to different producers: the extraction weighs them).
         std::optional<ENodeId> row_op;
         std::vector<ENodeId> regions;
         auto stages = [&](ENodeId n) { return ctx.spec(g, n).payload_as<cuda::RowOp>()->stages.size(); };
-        for (ENodeId r : g.class_nodes(g.find(kids[0]))) {
+        for (ENodeId r : g.class_nodes(g.find(g.children(m.node<"gemv">())[0]))) {
             if (!g.alive(r)) continue;
             const OpSymbol kind = ctx.spec(g, r).kind;
             if (kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
             if (kind == op_symbol<FusedElementwiseOp>) regions.push_back(r);
         }
         if (row_op) regions = {*row_op};
+        // The view is tested after the class, which most often holds no producer to absorb.
+        if (regions.empty() || !spec.views[0].is_contiguous()) return;
+        // Copies: add_spec may move the specs, merge the children.
+        const NodeSpec gemv = spec;
+        const cuda::GemvOp op = *gemv.payload_as<cuda::GemvOp>();
+        const auto gemv_kids = g.children(m.node<"gemv">());
+        const std::vector<ClassId> kids(gemv_kids.begin(), gemv_kids.end());
         const ClassId root = m.root(g);
         for (ENodeId producer : regions) {
             // References into the specs: add_spec, the iteration's last call, takes what it needs first.
@@ -157,10 +160,12 @@ struct GemvAbsorbsEpilogue {
             // The plain products of each input read whole, in class order: the leads, and where each lead's partners are.
             const NodeSpec& spec = ctx.spec(g, matched);
             std::vector<std::vector<ENodeId>> plain(region_kids.size());
-            for (std::size_t i = 0; i < region_kids.size(); ++i)
-                if (reads_whole(spec, i))
-                    for (ENodeId n : g.class_nodes(region_kids[i]))
-                        if (plain_product(g, ctx, n, spec.shape)) plain[i].push_back(n);
+            for (std::size_t i = 0; i < region_kids.size(); ++i) {
+                for (ENodeId n : g.class_nodes(region_kids[i]))
+                    if (plain_product(g, ctx, n, spec.shape)) plain[i].push_back(n);
+                // The view is tested only where there is a product (most classes hold none): it builds expressions.
+                if (!plain[i].empty() && !reads_whole(spec, i)) plain[i].clear();
+            }
             for (const std::vector<ENodeId>& products : plain)
                 for (ENodeId n : products) leads.push_back({n, std::vector<std::optional<ENodeId>>(region_kids.size())});
             for (auto& [lead, gemvs] : leads)
@@ -294,10 +299,12 @@ struct GemvReadsThroughCopy {
     static constexpr bool reads_child_classes = true;
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         const NodeSpec& gemv = ctx.spec(g, m.node<"gemv">());
-        if (gemv.payload_as<cuda::GemvOp>()->prologue || !gemv.views[0].is_contiguous()) return;
+        if (gemv.payload_as<cuda::GemvOp>()->prologue) return;
         const auto kids = g.children(m.node<"gemv">());
+        // Most activations have no copy: the view is tested only once one is found.
         for (ENodeId c : g.class_nodes(g.find(kids[0]))) {
             if (!g.alive(c) || ctx.spec(g, c).kind != sym(OpKind::Cast)) continue;
+            if (!gemv.views[0].is_contiguous()) return;
             const NodeSpec& cast = ctx.spec(g, c);
             const DType from = ctx.facts(g, g.children(c)[0]).dtype;
             // The Gemv reads its activation by element index, so any view of as many elements will do.

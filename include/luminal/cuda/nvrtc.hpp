@@ -16,12 +16,20 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "luminal/cuda/shared_library.hpp"
 
 namespace luminal::cuda {
+
+// The name of a kernel cache file: FNV-1a of its key (the file holds the key in full, to check).
+inline std::uint64_t cache_key_hash(std::string_view key) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
 
 class Nvrtc {
 public:
@@ -160,14 +168,9 @@ private:
         check(status == 0, "nvrtc", "{} failed: {}", call, error_(status));
     }
 
-    static std::uint64_t fnv1a(const std::string& s) {
-        std::uint64_t h = 1469598103934665603ull;
-        for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-        return h;
-    }
     static std::filesystem::path cache_file(const std::string& key) {
         const auto dir = cache_dir();
-        return dir.empty() ? dir : dir / fmt::format("{:016x}.cubin", fnv1a(key));
+        return dir.empty() ? dir : dir / fmt::format("{:016x}.cubin", cache_key_hash(key));
     }
 
     // Best effort, like the cache: the source's path, or empty.
@@ -176,7 +179,7 @@ private:
         if (dir.empty()) return {};
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
-        const auto file = dir / fmt::format("{:016x}.cu", fnv1a(key));
+        const auto file = dir / fmt::format("{:016x}.cu", cache_key_hash(key));
         std::ofstream out(file);
         out << source;
         return out ? file : std::filesystem::path{};

@@ -175,7 +175,11 @@ inline std::optional<RowStage> stage_of(const EGraph& g, const HlirContext& ctx,
     if (auto* r = s.payload_as<cuda::ReduceOp>()) stage.fold = r->fold, stage.program = r->prologue;
     else stage.fold = static_cast<OpKind>(s.kind);
     for (std::size_t k = 0; k < kids.size(); ++k) {
-        if (s.views[k].dims() != row.shape) return std::nullopt;
+        // The view's dims compared in place, without building them: this runs for every candidate stage.
+        const auto& axes = s.views[k].axes();
+        if (!std::equal(axes.begin(), axes.end(), row.shape.begin(), row.shape.end(),
+                        [](const ShapeTracker::Axis& a, const Expression& d) { return a.size == d; }))
+            return std::nullopt;
         stage.operands.push_back(row.input(g.find(kids[k]), s.views[k]));
     }
     return stage;

@@ -13,6 +13,11 @@
 // in $LUMINAL_CUDA_TOOLS, on the PATH, in that folder (for the project's own
 // programs), then in /usr/local/cuda/bin. Without them
 // sass_facts() is nullopt and the plan report says the facts are unknown.
+//
+// cuobjdump takes about half a second a cubin, so facts are kept in the kernel
+// cache beside the cubins (Nvrtc::cache_dir()): a file per cubin and entry that
+// holds both in full and is read only when both match, so a changed cubin is
+// always read again.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -34,6 +39,7 @@
 #include <vector>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/nvrtc.hpp"
 
 namespace luminal::cuda {
 
@@ -47,6 +53,8 @@ struct SassFacts {
     int main_loop_calls = 0;                // call sites in that loop
     double main_loop_bytes_in_flight = 0;   // of those, bytes a thread issues before the first waits
     int serial_load_loops = 0;              // loops that wait on each global load before issuing the next
+
+    bool operator==(const SassFacts&) const = default;
 };
 
 namespace sass_detail {
@@ -209,6 +217,54 @@ inline std::optional<std::filesystem::path> tool_folder() {
     return std::nullopt;
 }
 
+// The facts cache file's key: what the facts were read from. Its version changes with what parse() reads.
+inline std::string cache_key(std::span<const char> cubin, std::string_view entry) {
+    std::string key = fmt::format("luminal sass facts 1\n{}\n{}\n", entry, cubin.size());
+    key.append(cubin.data(), cubin.size());
+    return key;
+}
+
+// Where the facts of `entry` in `cubin` are kept; empty without a kernel cache.
+inline std::filesystem::path cache_file(std::span<const char> cubin, std::string_view entry) {
+    const auto dir = Nvrtc::cache_dir();
+    return dir.empty() ? dir : dir / fmt::format("{:016x}.sass", cache_key_hash(cache_key(cubin, entry)));
+}
+
+inline std::optional<SassFacts> read_cached(std::span<const char> cubin, std::string_view entry) {
+    const auto file = cache_file(cubin, entry);
+    if (file.empty()) return std::nullopt;
+    std::ifstream in(file, std::ios::binary);
+    const std::string key = cache_key(cubin, entry);
+    std::string stored(key.size(), '\0');
+    if (!in.read(stored.data(), static_cast<std::streamsize>(stored.size())) || stored != key) return std::nullopt;
+    SassFacts f;
+    if (!(in >> f.registers >> f.stack_bytes >> f.instructions >> f.calls >> f.main_loop_loads >> f.main_loop_instructions >>
+          f.main_loop_calls >> f.main_loop_bytes_in_flight >> f.serial_load_loops))
+        return std::nullopt;
+    return f;
+}
+
+// Best effort, as the cubin cache: facts not kept are only read again next time.
+inline void write_cached(std::span<const char> cubin, std::string_view entry, const SassFacts& f) {
+    const auto file = cache_file(cubin, entry);
+    if (file.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(file.parent_path(), ec);
+    const auto partial = file.string() + fmt::format(".{}.tmp", ::getpid());
+    {
+        std::ofstream out(partial, std::ios::binary);
+        out << cache_key(cubin, entry)
+            << fmt::format("{} {} {} {} {} {} {} {} {}\n", f.registers, f.stack_bytes, f.instructions, f.calls, f.main_loop_loads,
+                           f.main_loop_instructions, f.main_loop_calls, f.main_loop_bytes_in_flight, f.serial_load_loops);
+        if (!out) {
+            out.close();
+            std::filesystem::remove(partial, ec);
+            return;
+        }
+    }
+    std::filesystem::rename(partial, file, ec);  // atomic: readers see a whole file or none
+}
+
 }  // namespace sass_detail
 
 // Whether cuobjdump and nvdisasm were found (sass_facts() can read cubins).
@@ -220,6 +276,7 @@ inline std::optional<SassFacts> sass_facts(std::span<const char> cubin, std::str
     if (!tools) return std::nullopt;
     static std::mutex mutex;
     std::lock_guard lock(mutex);
+    if (auto cached = sass_detail::read_cached(cubin, entry)) return cached;
     const auto file = std::filesystem::temp_directory_path() / fmt::format("luminal-sass-{}.cubin", ::getpid());
     {
         std::ofstream out(file, std::ios::binary);
@@ -234,7 +291,9 @@ inline std::optional<SassFacts> sass_facts(std::span<const char> cubin, std::str
         ::pclose(pipe);
     }
     std::filesystem::remove(file);
-    return sass_detail::parse(text, entry);
+    auto facts = sass_detail::parse(text, entry);
+    if (facts) sass_detail::write_cached(cubin, entry, *facts);
+    return facts;
 }
 
 }  // namespace luminal::cuda

@@ -221,10 +221,13 @@ private:
     T op_;
 };
 
+// Rules ask this of most nodes they meet, so it compares symbols instead of
+// casting dynamically: a symbol belongs to one registered type (register_op
+// refuses a second), and registering T here makes that hold before any T is made.
 template <BackendOpType T>
 const T* OpPayload::as() const {
-    auto* typed = dynamic_cast<const PayloadOf<T>*>(this);
-    return typed ? &typed->op() : nullptr;
+    detail::register_op<T>();
+    return symbol() == op_symbol<T> ? &static_cast<const PayloadOf<T>*>(this)->op() : nullptr;
 }
 
 }  // namespace luminal
