@@ -75,19 +75,18 @@ inline int estimated_registers(double bytes_in_flight_per_thread) {
 // tiles (128x256, 128x128 or 64x128; the best for the shape, as the library's
 // heuristic picks), an edge tile costs a whole one, the tiles run one per SM
 // in waves so an idle part of the last wave costs its time, and each tile's
-// K loop starts after about three 64-deep slices of pipeline fill. Too few
-// tiles to fill the SMs split their K loops (at least 256 deep each) over the
-// idle ones, and a second launch adds up the partial sums (their bytes left out).
+// K loop starts after about three 64-deep slices of pipeline fill. Splitting
+// K over idle SMs is not priced: the extraction, which does not see launch
+// groups, then took the library for one-row products that the grouped Gemvs
+// stream faster; so a product of few tiles is priced high.
 inline double tensor_gemm_seconds(const GemmShape& g, const DeviceSpec& d) {
-    constexpr double kFillDepth = 3 * 64, kMinSplitDepth = 256;
+    constexpr double kFillDepth = 3 * 64;
     const double per_sm = d.tensor_flops / d.multiprocessors;
     double best = std::numeric_limits<double>::infinity();
     for (const auto [rows, cols] : {std::pair{128.0, 256.0}, std::pair{128.0, 128.0}, std::pair{64.0, 128.0}}) {
         const double tiles = std::ceil(g.m / rows) * std::ceil(g.n / cols) * g.batch;
-        const double splits = std::clamp(std::floor(d.multiprocessors / tiles), 1.0, std::max(std::floor(g.k / kMinSplitDepth), 1.0));
-        const double waves = std::ceil(tiles * splits / d.multiprocessors);
-        const double reduction = splits > 1 ? d.graph_launch_seconds : 0.0;
-        best = std::min(best, waves * 2 * rows * cols * (g.k / splits + kFillDepth) / per_sm + reduction);
+        const double waves = std::ceil(tiles / d.multiprocessors);
+        best = std::min(best, waves * 2 * rows * cols * (g.k + kFillDepth) / per_sm);
     }
     return best;
 }
