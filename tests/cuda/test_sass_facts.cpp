@@ -25,6 +25,19 @@ cuda::SassFacts facts_of(const std::string& source, const char* entry) {
     REQUIRE_MESSAGE(facts.has_value(), "cuobjdump could not read ", entry);
     return *facts;
 }
+
+// A kernel `name` whose loop issues four independent 16-byte loads a trip and uses them only after all are issued.
+std::string four_loads_source(const std::string& name) {
+    return "extern \"C\" __global__ void " + name + R"((const float4* __restrict__ in, float* out, int n) {
+  float acc = 0.0f;
+  #pragma unroll 1
+  for (int i = threadIdx.x; i + 768 < n; i += 1024) {
+    const float4 a = in[i], b = in[i + 256], c = in[i + 512], d = in[i + 768];
+    acc += (a.x + a.y + a.z + a.w) * (b.x + b.y + b.z + b.w) + (c.x + c.y + c.z + c.w) * (d.x + d.y + d.z + d.w);
+  }
+  out[threadIdx.x] = acc;
+})";
+}
 #endif
 
 }  // namespace
@@ -33,16 +46,10 @@ cuda::SassFacts facts_of(const std::string& source, const char* entry) {
 TEST_CASE("SASS facts of kernels whose shape is known: loads in flight, a serial chain, a 64-bit division's call, a stack array") {
     REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
     // Four independent 16-byte loads per trip, used only after all are issued: 64 bytes in flight.
-    const cuda::SassFacts four = facts_of(R"(extern "C" __global__ __launch_bounds__(256, 1) void four(const float4* __restrict__ in, float* out, int n);
-extern "C" __global__ void four(const float4* __restrict__ in, float* out, int n) {
-  float acc = 0.0f;
-  #pragma unroll 1
-  for (int i = threadIdx.x; i + 768 < n; i += 1024) {
-    const float4 a = in[i], b = in[i + 256], c = in[i + 512], d = in[i + 768];
-    acc += (a.x + a.y + a.z + a.w) * (b.x + b.y + b.z + b.w) + (c.x + c.y + c.z + c.w) * (d.x + d.y + d.z + d.w);
-  }
-  out[threadIdx.x] = acc;
-})", "four");
+    const cuda::SassFacts four = facts_of(
+        "extern \"C\" __global__ __launch_bounds__(256, 1) void four(const float4* __restrict__ in, float* out, int n);\n" +
+            four_loads_source("four"),
+        "four");
     CHECK(four.main_loop_loads == 4);
     CHECK(four.main_loop_bytes_in_flight == 64);
     CHECK(four.main_loop_instructions >= 4 + 15 + 1);  // the loads, the arithmetic, the branch back
@@ -121,15 +128,7 @@ TEST_CASE("SASS facts are kept beside the cubins, and a cubin other than the one
   for (int i = 0; i < steps; ++i) at = next[at];
   out[threadIdx.x] = at;
 })", 90, "k");
-    const auto four = cuda::Nvrtc::get().compile(R"(extern "C" __global__ void k(const float4* __restrict__ in, float* out, int n) {
-  float acc = 0.0f;
-  #pragma unroll 1
-  for (int i = threadIdx.x; i + 768 < n; i += 1024) {
-    const float4 a = in[i], b = in[i + 256], c = in[i + 512], d = in[i + 768];
-    acc += (a.x + a.y + a.z + a.w) * (b.x + b.y + b.z + b.w) + (c.x + c.y + c.z + c.w) * (d.x + d.y + d.z + d.w);
-  }
-  out[threadIdx.x] = acc;
-})", 90, "k");
+    const auto four = cuda::Nvrtc::get().compile(four_loads_source("k"), 90, "k");
     const auto chain_file = cuda::sass_detail::cache_file(*chain, "k"), four_file = cuda::sass_detail::cache_file(*four, "k");
     CHECK(chain_file.parent_path() == dir);
     CHECK(chain_file != four_file);
