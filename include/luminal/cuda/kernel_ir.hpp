@@ -30,6 +30,9 @@ enum class StepKind : std::uint8_t { Load, Constant, Index, Unary, Binary, Cast,
 
 inline constexpr std::int32_t kAtElement = -1;
 inline constexpr unsigned kThreadsPerBlock = 256;  // every generated kernel's block
+// Elements an elementwise kernel's thread takes per trip of its grid-stride loop, a grid stride apart (still
+// coalesced): their loads are independent, so a thread has this many in flight instead of one.
+inline constexpr int kElementwiseUnroll = 4;
 
 struct Step {
     StepKind kind = StepKind::Constant;

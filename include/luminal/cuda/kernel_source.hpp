@@ -11,6 +11,7 @@
 // then 'A'..'Z'), fault (4 long longs: code, node, value, limit; the first
 // fault wins) and the program node number for fault reports.
 #include <cmath>
+#include <deque>
 #include <map>
 #include <span>
 #include <string>
@@ -124,9 +125,9 @@ inline std::string convert(DType from, DType to, const std::string& v) {
 inline std::string narrow(DType t, const std::string& v) {
     switch (t) {
         case DType::F32: return v;
-        case DType::F16: return "__float2half_rn(" + v + ")";
-        case DType::BF16: return "__float2bfloat16_rn(" + v + ")";
-        default: return "(" + storage_type(t) + ")" + v;
+        case DType::F16: return fmt::format("__float2half_rn({})", v);
+        case DType::BF16: return fmt::format("__float2bfloat16_rn({})", v);
+        default: return fmt::format("({}){}", storage_type(t), v);
     }
 }
 
@@ -368,23 +369,53 @@ inline std::string kernel_source(const Kernel& k) {
     const std::string result = fmt::format("v{}", k.body.steps.size() - 1);
     std::string head = std::string(kKernelPrelude);
     if (k.shape == Kernel::Shape::Elementwise) {
-        std::string loop;
-        ExpressionPrinter counts(loop, "c");
-        const std::string count = counts.print(k.count, "0");
-        print_body(k.body, "z", exprs, body);
-        std::string at = "z";
-        if (k.store_at) {
-            const std::string position = exprs.print(*k.store_at, "z"), n = counts.print(k.store_count, "0");
-            body += fmt::format("    const i64 at = {0};\n    if (at < 0 || at >= {1}) {{ luminal_fault(fault, {2}, node, at, {1}); continue; }}\n",
-                                position, n, static_cast<int>(FaultCode::ScatterIndex));
-            at = "at";
+        std::string loop, tail;
+        ExpressionPrinter counts(loop, "c"), tail_exprs(tail, "t");
+        const std::string count = counts.print(k.count, "0"), value = narrow(k.out, convert(last, k.out, result));
+        // One element's statements at `index`, stored (a scatter's position out of range is a fault, not a store).
+        auto element = [&](ExpressionPrinter& printer, std::string& out, const std::string& index, std::span<const std::string> loaded) {
+            print_body(k.body, index, printer, out, loaded);
+            if (!k.store_at) {
+                out += fmt::format("    out[{}] = {};\n", index, value);
+                return;
+            }
+            const std::string position = printer.print(*k.store_at, index), n = counts.print(k.store_count, "0");
+            out += fmt::format("    const i64 at = {0};\n    if (at < 0 || at >= {1}) luminal_fault(fault, {2}, node, at, {1});\n"
+                               "    else out[at] = {3};\n",
+                               position, n, static_cast<int>(FaultCode::ScatterIndex), value);
+        };
+        // A whole trip: kElementwiseUnroll elements a grid stride apart, every element's direct loads issued
+        // before any is used (a call in the arithmetic, a division's slow path, would otherwise hold back the
+        // next element's loads); the last elements, fewer than a trip, one at a time.
+        std::vector<std::vector<std::string>> loaded(kElementwiseUnroll, std::vector<std::string>(k.body.steps.size()));
+        for (int u = 0; u < kElementwiseUnroll; ++u) body += fmt::format("    const i64 z{0} = first + {0} * stride;\n", u);
+        for (int u = 0; u < kElementwiseUnroll; ++u)
+            for (std::size_t j = 0; j < k.body.steps.size(); ++j) {
+                const Step& s = k.body.steps[j];
+                if (s.kind != StepKind::Load || s.at != kAtElement) continue;
+                const std::string index = fmt::format("z{}", u), type = value_type(s.dtype);
+                const std::string position = exprs.print(s.view.index_expression(), index), valid = exprs.print(s.view.valid_expression(), index);
+                loaded[u][j] = fmt::format("l{}_{}", u, j);
+                body += fmt::format("    const {0} {1} = {2} != 0 ? {3} : ({0})0;\n", type, loaded[u][j], valid,
+                                    widen(s.dtype, fmt::format("in{}[{}]", s.input, position)));
+            }
+        // Each element's block prints its own locals (a gather's index is named alike in every block).
+        std::deque<ExpressionPrinter> blocks;
+        std::vector<const ExpressionPrinter*> printers{&exprs, &tail_exprs, &counts};
+        for (int u = 0; u < kElementwiseUnroll; ++u) {
+            body += "    {\n";
+            printers.push_back(&blocks.emplace_back(body, fmt::format("b{}_", u)));
+            element(blocks.back(), body, fmt::format("z{}", u), loaded[u]);
+            body += "    }\n";
         }
+        element(tail_exprs, tail, "z", {});
         std::string code = signature(kElementwiseEntry, k) + " {\n";
-        code += dim_declarations({&exprs, &counts}) + loop;
-        code += "  for (i64 z = blockIdx.x * (i64)blockDim.x + threadIdx.x; z < " + count +
-                "; z += (i64)gridDim.x * blockDim.x) {\n";
-        code += body;
-        code += fmt::format("    out[{}] = {};\n  }}\n}}\n", at, narrow(k.out, convert(last, k.out, result)));
+        code += dim_declarations(printers) + loop;
+        code += fmt::format("  const i64 stride = (i64)gridDim.x * blockDim.x;\n  i64 first = blockIdx.x * (i64)blockDim.x + threadIdx.x;\n"
+                            "  for (; first + {} * stride < {}; first += {} * stride) {{\n",
+                            kElementwiseUnroll - 1, count, kElementwiseUnroll);
+        code += body + "  }\n";
+        code += fmt::format("  for (i64 z = first; z < {}; z += stride) {{\n", count) + tail + "  }\n}\n";
         return head + code;
     }
     std::string sizes;

@@ -86,6 +86,8 @@ inline LaunchWork kernel_work(const Kernel& k, bool vector, std::span<const Sour
     const double extent = static_cast<double>(std::max<std::int64_t>(k.extent.eval(dims), 0));
     BodyTally t;
     tally(k.body, count, dims, vector, t);
+    if (k.shape == Kernel::Shape::Elementwise)
+        for (double& in : t.in_flight) in *= kElementwiseUnroll;
     for (const RowStageKernel& s : k.stages) tally(s.body, count, dims, false, t);
     w.dram_in_flight = w.l2_in_flight = 0;
     for (std::size_t i = 0; i < t.elements.size() && i < sources.size(); ++i) {
