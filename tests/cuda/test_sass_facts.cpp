@@ -141,13 +141,14 @@ TEST_CASE("SASS facts are kept beside the cubins, and a cubin other than the one
     CHECK(cuda::sass_facts(*chain, "k") == read);
 
     // Facts planted under the chain's key are what a later read of the chain returns: the file is read, not the SASS.
-    const std::string planted = cuda::sass_detail::cache_key(*chain, "k") + "1 2 3 4 5 6 7 8.5 9\n";
+    const std::string planted = cuda::sass_detail::cache_key(*chain, "k") + "1 2 3 4 5 6 7 8 9.5 10\n";
     std::ofstream(chain_file, std::ios::binary) << planted;
     const auto from_file = cuda::sass_facts(*chain, "k");
     REQUIRE(from_file.has_value());
     CHECK(from_file->registers == 1);
-    CHECK(from_file->main_loop_bytes_in_flight == 8.5);
-    CHECK(from_file->serial_load_loops == 9);
+    CHECK(from_file->tensor_products == 5);
+    CHECK(from_file->main_loop_bytes_in_flight == 9.5);
+    CHECK(from_file->serial_load_loops == 10);
 
     // The same file where the other cubin's facts belong (as if their names collided) is not its facts:
     // that cubin's SASS is read, and its own facts replace the file.

@@ -1,7 +1,12 @@
 #pragma once
-// Which Attention nodes the CUDA kernel (attention_kernel.hpp, flash decoding)
-// runs: keys and values read as 16-byte vectors.
+// Which Attention nodes the CUDA kernels run: flash decoding
+// (attention_kernel.hpp) reads keys and values as 16-byte vectors; over a
+// bf16 cache the prompt kernel (flash_attention_kernel.hpp) is its
+// alternative, the cost model choosing by shape.
+#include <vector>
+
 #include "luminal/cuda/attention_kernel.hpp"
+#include "luminal/cuda/flash_attention_kernel.hpp"
 #include "luminal/lowering/attention_rules.hpp"
 
 namespace luminal::egraph {
@@ -21,6 +26,22 @@ inline bool vector_rows(const ShapeTracker& v, std::size_t inner, DType dtype) {
     }
     const auto first = start.as_constant();
     return first && (*first * bytes) % 16 == 0;
+}
+
+// The causal mask the bias of keys `keys` is built from (an index expression in its inputs, a few ops up), if any.
+inline std::optional<cuda::CausalMask> causal_bias(const EGraph& g, const HlirContext& ctx, ClassId bias, const Expression& keys) {
+    constexpr std::size_t kMostClasses = 32;
+    std::vector<ClassId> seen{g.find(bias)};
+    for (std::size_t i = 0; i < seen.size() && seen.size() < kMostClasses; ++i)
+        for (ENodeId n : g.class_nodes(seen[i])) {
+            if (!g.alive(n)) continue;
+            const NodeSpec& spec = ctx.spec(g, n);
+            if (spec.kind == sym(OpKind::Iota) && spec.shape.size() == 2 && spec.shape[1] == keys)
+                if (auto mask = cuda::causal_mask_of(spec.op.iota, keys)) return mask;
+            for (ClassId c : g.children(n))
+                if (std::find(seen.begin(), seen.end(), g.find(c)) == seen.end()) seen.push_back(g.find(c));
+        }
+    return std::nullopt;
 }
 
 }  // namespace attention_detail
@@ -43,6 +64,30 @@ struct CudaAttentionReads {
         const std::int64_t chunks = *d / width;
         if (chunks > 32 ? chunks % 32 != 0 : (32 % chunks) != 0) return false;
         return vector_rows(kv, 3, kt) && vector_rows(vv, 2, kt);
+    }
+};
+
+// Attention over a bf16 cache also as the prompt kernel (head sizes a multiple of 16, up to kMaxDepth),
+// reading queries the model rounded to bf16 as stored. The bias it was built with, when the rule recognises a
+// causal mask in it, prices the tiles the kernel skips.
+struct FlashAttentionFromAttention {
+    static constexpr std::string_view name = "cuda.flash-attention";
+    using pattern = As<"attention", Pat<op_symbol<AttentionOp>, Var<"q">, Var<"k">, Var<"v">, Var<"bias">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& attention = ctx.spec(g, m.node<"attention">());
+        const auto d = attention.views[0].dim(3).as_constant();
+        return ctx.facts(g, m.var<"k">()).dtype == DType::BF16 && ctx.facts(g, m.var<"v">()).dtype == DType::BF16 &&
+               is_float(ctx.facts(g, m.var<"q">()).dtype) && is_float(ctx.facts(g, m.var<"bias">()).dtype) && d && *d % 16 == 0 &&
+               *d <= cuda::kMaxDepth;
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec attention = ctx.spec(g, m.node<"attention">());
+        const cuda::FlashAttentionOp op{attention.payload_as<AttentionOp>()->scale,
+                                        attention_detail::causal_bias(g, ctx, m.var<"bias">(), attention.views[1].dim(2))};
+        const ClassId stored = attention_detail::stored_operand(g, ctx, m.var<"q">());
+        const ClassId q = ctx.facts(g, stored).dtype == DType::BF16 ? stored : m.var<"q">();
+        ClassId children[] = {q, m.var<"k">(), m.var<"v">(), m.var<"bias">()};
+        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(op, attention.views, attention.shape, DType::F32), children));
     }
 };
 

@@ -177,7 +177,7 @@ using CudaRules = concat_t<CoreRules, LoweringRules, ExpertRules,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
                                    RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas, NarrowMatmulThroughBlas>,
                            GemvRules, QuantRules, RegionRules,
-                           RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax<CudaAttentionReads>, ArgsortFromRanks<cuda::CudaSortableRows>,
+                           RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax<CudaAttentionReads>, FlashAttentionFromAttention, ArgsortFromRanks<cuda::CudaSortableRows>,
                                    ExpertMatmulThroughGemm, ExpertGateUpFromRegion>>;
 
 }  // namespace luminal::egraph

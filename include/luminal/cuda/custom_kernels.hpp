@@ -9,6 +9,7 @@
 #include "luminal/cuda/expert_gate_up_op.hpp"
 #include "luminal/cuda/expert_gemm_kernel.hpp"
 #include "luminal/cuda/expert_gemv_kernel.hpp"
+#include "luminal/cuda/flash_attention_kernel.hpp"
 #include "luminal/cuda/gemv_kernel.hpp"
 #include "luminal/cuda/sample_kernel.hpp"
 
@@ -18,6 +19,7 @@ inline std::shared_ptr<const CustomKernel> custom_kernel_for(const NodeSpec& spe
                                                              std::uint32_t node) {
     if (const auto* gemv = spec.payload_as<GemvOp>()) return gemv_kernel(spec, *gemv, dtypes, node);
     if (const auto* attention = spec.payload_as<AttentionOp>()) return attention_kernel(spec, *attention, dtypes, node);
+    if (const auto* flash = spec.payload_as<FlashAttentionOp>()) return flash_attention_kernel(spec, *flash, dtypes, node);
     if (const auto* product = spec.payload_as<ExpertMatmulOp>()) return expert_gemv_kernel(spec, product->quant, 1, nullptr, dtypes, node);
     if (const auto* gate_up = spec.payload_as<ExpertGateUpOp>())
         return expert_gemv_kernel(spec, gate_up->quant, 2, gate_up->epilogue.get(), dtypes, node);

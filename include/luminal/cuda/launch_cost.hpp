@@ -83,7 +83,7 @@ inline double tensor_gemm_seconds(const GemmShape& g, const DeviceSpec& d) {
     constexpr double kFillDepth = 3 * 64;
     const double per_sm = d.tensor_flops / d.multiprocessors;
     double best = std::numeric_limits<double>::infinity();
-    for (const auto [rows, cols] : {std::pair{128.0, 256.0}, std::pair{128.0, 128.0}, std::pair{64.0, 128.0}}) {
+    for (const auto& [rows, cols] : {std::pair{128.0, 256.0}, std::pair{128.0, 128.0}, std::pair{64.0, 128.0}}) {
         const double tiles = std::ceil(g.m / rows) * std::ceil(g.n / cols) * g.batch;
         const double waves = std::ceil(tiles / d.multiprocessors);
         best = std::min(best, waves * 2 * rows * cols * (g.k + kFillDepth) / per_sm);

@@ -48,6 +48,7 @@ struct SassFacts {
     int stack_bytes = 0;   // per thread: spills and local arrays
     int instructions = 0;
     int calls = 0;         // call sites (64-bit division/remainder, other slow paths)
+    int tensor_products = 0;  // tensor-core instructions (HMMA): what the model prices at the mma rate
     int main_loop_loads = 0;                // global loads per trip of the loop that reads the most bytes
     int main_loop_instructions = 0;         // instructions in one trip of that loop
     int main_loop_calls = 0;                // call sites in that loop
@@ -123,6 +124,7 @@ inline SassFacts facts_of(const std::vector<Instruction>& code) {
     std::vector<std::pair<std::size_t, std::size_t>> loops;  // [first, last] of each backward branch's body
     for (std::size_t i = 0; i < code.size(); ++i) {
         if (code[i].opcode.starts_with("CALL")) ++f.calls;
+        if (code[i].opcode.starts_with("HMMA")) ++f.tensor_products;
         std::smatch m;
         if (!code[i].opcode.starts_with("BRA") || !std::regex_search(code[i].operands, m, target)) continue;
         const auto to = static_cast<std::uint32_t>(std::stoul(m[1], nullptr, 16));
@@ -219,7 +221,7 @@ inline std::optional<std::filesystem::path> tool_folder() {
 
 // The facts cache file's key: what the facts were read from. Its version changes with what parse() reads.
 inline std::string cache_key(std::span<const char> cubin, std::string_view entry) {
-    std::string key = fmt::format("luminal sass facts 1\n{}\n{}\n", entry, cubin.size());
+    std::string key = fmt::format("luminal sass facts 2\n{}\n{}\n", entry, cubin.size());
     key.append(cubin.data(), cubin.size());
     return key;
 }
@@ -238,7 +240,7 @@ inline std::optional<SassFacts> read_cached(std::span<const char> cubin, std::st
     std::string stored(key.size(), '\0');
     if (!in.read(stored.data(), static_cast<std::streamsize>(stored.size())) || stored != key) return std::nullopt;
     SassFacts f;
-    if (!(in >> f.registers >> f.stack_bytes >> f.instructions >> f.calls >> f.main_loop_loads >> f.main_loop_instructions >>
+    if (!(in >> f.registers >> f.stack_bytes >> f.instructions >> f.calls >> f.tensor_products >> f.main_loop_loads >> f.main_loop_instructions >>
           f.main_loop_calls >> f.main_loop_bytes_in_flight >> f.serial_load_loops))
         return std::nullopt;
     return f;
@@ -254,7 +256,7 @@ inline void write_cached(std::span<const char> cubin, std::string_view entry, co
     {
         std::ofstream out(partial, std::ios::binary);
         out << cache_key(cubin, entry)
-            << fmt::format("{} {} {} {} {} {} {} {} {}\n", f.registers, f.stack_bytes, f.instructions, f.calls, f.main_loop_loads,
+            << fmt::format("{} {} {} {} {} {} {} {} {} {}\n", f.registers, f.stack_bytes, f.instructions, f.calls, f.tensor_products, f.main_loop_loads,
                            f.main_loop_instructions, f.main_loop_calls, f.main_loop_bytes_in_flight, f.serial_load_loops);
         if (!out) {
             out.close();

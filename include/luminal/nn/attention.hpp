@@ -13,6 +13,9 @@ namespace luminal::nn {
 struct AttentionOptions {
     double scale = 1.0;                          // multiplies the scores
     std::optional<std::int64_t> sliding_window;  // a query sees only this many latest positions
+    // Queries rounded to this dtype first (a 16-bit cache under narrow activations: q times the stored keys
+    // is then a product of two 16-bit values, as in a 16-bit model's attention).
+    std::optional<DType> query_dtype;
 };
 
 // Bool [s, t]: true where query i (position p+i) must not see key j: j is in
@@ -33,7 +36,8 @@ inline GraphTensor attention(const GraphTensor& q, const GraphTensor& keys, cons
     const Expression s = q.view().dim(0);
     const Expression heads = q.view().dim(1), kv_heads = keys.view().dim(1);
     const Expression group = heads / kv_heads;
-    GraphTensor query = q.permute({1, 0, 2}).split_dims(0, group);             // [kv, group, s, d]
+    const GraphTensor rounded = options.query_dtype ? q.cast(*options.query_dtype).cast(DType::F32) : q;
+    GraphTensor query = rounded.permute({1, 0, 2}).split_dims(0, group);       // [kv, group, s, d]
     GraphTensor key = keys.permute({1, 2, 0}).unsqueeze(1);                    // [kv, 1, d, t]
     GraphTensor value = values.permute({1, 0, 2}).unsqueeze(1);                // [kv, 1, t, dv]
     GraphTensor scores = query.matmul(key) * options.scale;                    // [kv, group, s, t]

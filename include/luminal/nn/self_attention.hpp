@@ -83,7 +83,9 @@ struct SelfAttention {
         keys = rope(keys, p);
         CacheWindow window = append_to_cache(x.graph(), cache_name, spec.context, keys, values, p, spec.kv_dtype);
         caches.layers.push_back(window.cache);
-        return {o(attention(queries, window.keys, window.values, p, spec.attention)), window};
+        AttentionOptions options = spec.attention;
+        if (q.narrow_activations && (spec.kv_dtype == DType::BF16 || spec.kv_dtype == DType::F16)) options.query_dtype = spec.kv_dtype;
+        return {o(attention(queries, window.keys, window.values, p, options)), window};
     }
 };
 
