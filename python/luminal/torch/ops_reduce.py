@@ -318,12 +318,25 @@ def _attention(cx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
         rows, cols = q.shape[-2], k.shape[-2]
         ones = cx.graph.constant(1.0, DType.bool).expand([rows, cols])
         scores = _masked(scores, ones.tril(0))
-    if attn_mask is not None:
-        if attn_mask.dtype == DType.bool:
-            scores = _masked(scores, attn_mask)
-        else:
-            scores = scores + cx.tensor(attn_mask, dtype)
-    return scores.softmax(-1).matmul(v), scores
+    if attn_mask is None:
+        return scores.softmax(-1).matmul(v), scores
+    if attn_mask.dtype == DType.bool:
+        scores = _masked(scores, attn_mask)
+    else:
+        scores = scores + cx.tensor(attn_mask, dtype)
+    return _softmax_of_masked(scores).matmul(v), scores
+
+
+def _softmax_of_masked(scores: Tensor) -> Tensor:
+    """softmax over the last axis, where a row the mask hides entirely is zeros (PyTorch's
+    attention gives such a query zeros, where a plain softmax gives NaN): its maximum is taken
+    as 0, so its exponentials are 0 and their sum, floored, divides them to 0. Any other row
+    holds an exponential of 1, so the floor changes nothing there."""
+    from .._luminal import where
+    top = scores.max([-1], True)
+    top = where(top.eq(-math.inf), 0.0, top)
+    weights = (scores - top).exp()
+    return weights / weights.sum([-1], True).maximum(1e-30)
 
 
 def _masked(scores: Tensor, keep: Tensor) -> Tensor:
@@ -348,7 +361,9 @@ def sdpa(cx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None
 def sdpa_flash_cpu(cx, q, k, v, dropout_p=0.0, is_causal=False, attn_mask=None, scale=None):
     if dropout_p:
         raise Error(f"{cx.where()}: attention dropout is not supported (inference only)")
-    out, scores = _attention(cx, q, k, v, attn_mask, is_causal, scale, False)
+    # The CPU flash kernel shares each key/value head among its group of query heads (GQA), as
+    # scaled_dot_product_attention(enable_gqa=True) hands it down.
+    out, scores = _attention(cx, q, k, v, attn_mask, is_causal, scale, True)
     return out, scores.logsumexp([-1])
 
 
