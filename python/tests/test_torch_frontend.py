@@ -314,8 +314,9 @@ def test_readme_table_of_supported_ops_is_current():
 
 @pytest.mark.parametrize("mask_dtype", [torch.bool, torch.float32])
 def test_attention_with_shared_key_heads_and_a_fully_masked_row_matches_eager(mask_dtype):
-    """scaled_dot_product_attention reaches the translation whole (not decomposed): grouped
-    key/value heads, a mask, and a query row the mask hides entirely (eager gives it zeros)."""
+    """scaled_dot_product_attention reaches the translation whole (not decomposed), through
+    torch.compile and the AOT path: grouped key/value heads, a mask, and a query row the mask
+    hides entirely (eager gives it zeros)."""
     class Attention(torch.nn.Module):
         def forward(self, q, k, v, mask):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
@@ -329,5 +330,9 @@ def test_attention_with_shared_key_heads_and_a_fully_masked_row_matches_eager(ma
     with torch.no_grad():
         want = model(q, k, v, mask)
         got = torch.compile(model, backend="luminal")(q, k, v, mask)
+        aot = lt.compile(model, (q, k, v, mask))
+        got_aot = aot(q, k, v, mask)
     assert torch.all(want[..., 2, :] == 0)
+    assert "scaled_dot_product" in aot.program.graph_module.code
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got_aot, want, atol=1e-5, rtol=1e-5)

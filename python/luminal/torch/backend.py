@@ -19,13 +19,12 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from .._luminal import Error
+from .decompositions import decompositions
 from .fallback import split_unsupported
 from .runner import CompiledGraph
 from .translate import translate
 
 _DEFAULTS = {"device": "cpu", "search": 1, "threads": 0, "fallback": False}
-_KEPT_WHOLE = (torch.ops.aten.scaled_dot_product_attention.default,
-               torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)
 
 compilations = 0  # graphs this backend has compiled in this process (tests count recompiles with it)
 
@@ -90,18 +89,11 @@ def _inference_only(gm, example_inputs):
 # whenever luminal had not been imported first.
 def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None):
     settings = _settings(options)
-    from torch._decomp import core_aten_decompositions
 
     def forward(aten_gm, aten_inputs):
         # AOTAutograd calls this with its fake-tensor mode on; translating binds real tensors.
         with unset_fake_temporarily():
             return compile_fx(aten_gm, aten_inputs, settings)
 
-    # Attention stays one op, which the translation writes as the product, softmax and product that
-    # the runtimes' attention rules find: the core decomposition spells it out with a second
-    # scaling and a guard for fully masked rows (gathers over the scores) that nothing fuses.
-    decompositions = core_aten_decompositions()
-    for kept in _KEPT_WHOLE:
-        decompositions.pop(kept, None)
     return aot_autograd(fw_compiler=forward, inference_compiler=forward, bw_compiler=_inference_only,
-                        decompositions=decompositions)(gm, example_inputs)
+                        decompositions=decompositions())(gm, example_inputs)
