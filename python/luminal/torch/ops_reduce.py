@@ -310,9 +310,7 @@ def _attention(cx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
         raise Error(f"{cx.where()}: the head size must be static")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     if enable_gqa and q.shape[-3] != k.shape[-3]:
-        groups = q.shape[-3] // k.shape[-3]
-        k = _repeat_heads(k, groups)
-        v = _repeat_heads(v, groups)
+        return _grouped_attention(cx, q, k, v, attn_mask, is_causal, scale)
     scores = q.matmul(k.transpose(-1, -2)) * scale
     if is_causal:
         rows, cols = q.shape[-2], k.shape[-2]
@@ -344,10 +342,22 @@ def _masked(scores: Tensor, keep: Tensor) -> Tensor:
     return where(keep, scores, -math.inf)
 
 
-def _repeat_heads(x: Tensor, groups: int) -> Tensor:
-    shape = x.shape
-    expanded = x.unsqueeze(-3).expand(shape[:-2] + [groups] + shape[-2:])
-    return expanded.reshape(shape[:-3] + [shape[-3] * groups] + shape[-2:])
+def _grouped_attention(cx, q, k, v, attn_mask, is_causal, scale):
+    """Attention where each key/value head serves a group of query heads: the query heads are
+    split into [key heads, group] and the keys and values broadcast over the group, so no copy
+    of the cache repeats them per query head. Results as _attention's, in [..., heads, L, E]."""
+    lead, heads = q.shape[:-3], q.shape[-3]
+    kv_heads = k.shape[-3]
+    grouped = lead + [kv_heads, heads // kv_heads]
+    mask = attn_mask
+    if mask is not None and len(mask.shape) >= 3:
+        if mask.shape[-3] == 1:
+            mask = mask.unsqueeze(-3)
+        else:
+            mask = mask.reshape(mask.shape[:-3] + [kv_heads, heads // kv_heads] + mask.shape[-2:])
+    out, scores = _attention(cx, q.reshape(grouped + q.shape[-2:]), k.unsqueeze(-3), v.unsqueeze(-3), mask,
+                             is_causal, scale, False)
+    return out.reshape(lead + [heads] + out.shape[-2:]), scores.reshape(lead + [heads] + scores.shape[-2:])
 
 
 @translates(*aten_ops("scaled_dot_product_attention.default"))
