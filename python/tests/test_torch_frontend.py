@@ -3,6 +3,7 @@ AOT path through torch.export with Dims, mutated inputs written back, the backen
 and bad input: unknown ops, unsupported dtypes, wrong shapes."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -309,3 +310,29 @@ def test_readme_table_of_supported_ops_is_current():
     readme = (repo / "README.md").read_text()
     assert op_table.replaced(readme, op_table.table()) == readme, \
         "README's aten table is stale: python python/tools/op_table.py --write README.md"
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.bool, torch.float32])
+def test_attention_with_shared_key_heads_and_a_fully_masked_row_matches_eager(mask_dtype):
+    """scaled_dot_product_attention reaches the translation whole (not decomposed), through
+    torch.compile and the AOT path: grouped key/value heads, a mask, and a query row the mask
+    hides entirely (eager gives it zeros)."""
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v, mask):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 6, 5, 8), torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8)
+    keep = torch.rand(1, 1, 5, 7) > 0.3
+    keep[..., 2, :] = False
+    mask = keep if mask_dtype == torch.bool else torch.zeros(keep.shape).masked_fill(~keep, -math.inf)
+    model = Attention()
+    with torch.no_grad():
+        want = model(q, k, v, mask)
+        got = torch.compile(model, backend="luminal")(q, k, v, mask)
+        aot = lt.compile(model, (q, k, v, mask))
+        got_aot = aot(q, k, v, mask)
+    assert torch.all(want[..., 2, :] == 0)
+    assert "scaled_dot_product" in aot.program.graph_module.code
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got_aot, want, atol=1e-5, rtol=1e-5)

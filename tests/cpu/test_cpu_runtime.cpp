@@ -348,6 +348,15 @@ TEST_CASE("cpu runtime: intermediate buffers are reused by liveness") {
     cpu_test::compare(rt, ref, out, {1e-5, 1e-5}, "chain result");
 }
 
+// The instruction sets whose lane loops this CPU runs (the portable ones always).
+std::vector<luminal::cpu::quant::Isa> lane_isas_here() {
+    using luminal::cpu::quant::Isa;
+    std::vector<Isa> out;
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni})
+        if (luminal::cpu::quant::supports(isa)) out.push_back(isa);
+    return out;
+}
+
 TEST_CASE("cpu runtime: the vectorised sin is libm's sin, correctly rounded, over rotary angles and beyond") {
     // Rotary angles are position x frequency: up to ~2e5 radians at 128K tokens.
     std::vector<float> x;
@@ -360,21 +369,69 @@ TEST_CASE("cpu runtime: the vectorised sin is libm's sin, correctly rounded, ove
                           std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                           std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()})
         x.push_back(special);
-    std::vector<float> got(x.size());
-    luminal::cpu::fused_detail::sin_lanes(x.data(), static_cast<std::int64_t>(x.size()), got.data());
-    std::size_t off_by_one_ulp = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        const float want = static_cast<float>(std::sin(static_cast<double>(x[i])));
-        CAPTURE(x[i]);
-        if (std::isnan(want)) {
-            CHECK(std::isnan(got[i]));
-            continue;
+    using luminal::cpu::fused_detail::LaneOp;
+    for (luminal::cpu::quant::Isa isa : lane_isas_here()) {
+        CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
+        std::vector<float> got(x.size());
+        luminal::cpu::fused_detail::lane_loops(isa)[static_cast<std::size_t>(LaneOp::Sin)](
+            x.data(), nullptr, got.data(), static_cast<std::int64_t>(x.size()));
+        std::size_t off_by_one_ulp = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const float want = static_cast<float>(std::sin(static_cast<double>(x[i])));
+            CAPTURE(x[i]);
+            if (std::isnan(want)) {
+                CHECK(std::isnan(got[i]));
+                continue;
+            }
+            CHECK(std::signbit(got[i]) == std::signbit(want));
+            if (got[i] != want) {
+                ++off_by_one_ulp;
+                CHECK(got[i] == std::nextafter(want, got[i] > want ? 1.0f : -1.0f));
+            }
         }
-        CHECK(std::signbit(got[i]) == std::signbit(want));
-        if (got[i] != want) {
-            ++off_by_one_ulp;
-            CHECK(got[i] == std::nextafter(want, got[i] > want ? 1.0f : -1.0f));
+        CHECK(off_by_one_ulp * 1000 < x.size());  // a tie's rounding at most
+    }
+}
+
+TEST_CASE("cpu runtime: the lane loops of every instruction set: exp2 within 2 ulp of libm's, arithmetic exact") {
+    std::vector<float> x, y;
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> u(-160.0, 140.0), v(-4.0, 4.0);
+    for (int i = 0; i < 4099; ++i) {  // not a multiple of any vector width: the loops' tails too
+        x.push_back(static_cast<float>(u(rng)));
+        y.push_back(static_cast<float>(v(rng)));
+    }
+    for (float special : {0.0f, -0.0f, 0.5f, -0.5f, 128.0f, 129.0f, -149.0f, -151.0f,
+                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()}) {
+        x.push_back(special);
+        y.push_back(special);
+    }
+    const auto n = static_cast<std::int64_t>(x.size());
+    using luminal::cpu::fused_detail::LaneOp;
+    for (luminal::cpu::quant::Isa isa : lane_isas_here()) {
+        CAPTURE(std::string(luminal::cpu::quant::name_of(isa)));
+        const auto loops = luminal::cpu::fused_detail::lane_loops(isa);
+        std::vector<float> exp2(x.size()), recip(x.size()), sum(x.size()), product(x.size());
+        loops[static_cast<std::size_t>(LaneOp::Exp2)](x.data(), nullptr, exp2.data(), n);
+        loops[static_cast<std::size_t>(LaneOp::Recip)](y.data(), nullptr, recip.data(), n);
+        loops[static_cast<std::size_t>(LaneOp::Add)](x.data(), y.data(), sum.data(), n);
+        loops[static_cast<std::size_t>(LaneOp::Mul)](x.data(), y.data(), product.data(), n);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            CAPTURE(x[i]);
+            CAPTURE(y[i]);
+            const float want = std::exp2(x[i]);
+            if (std::isnan(want)) {
+                CHECK(std::isnan(exp2[i]));
+            } else if (std::isinf(want)) {
+                CHECK(exp2[i] == want);
+            } else {  // 2 ulp relative, or two of the smallest subnormal's
+                CHECK(std::fabs(exp2[i] - want) <= std::max(2.4e-7f * want, 2 * std::numeric_limits<float>::denorm_min()));
+            }
+            const float r = 1.0f / y[i], a = x[i] + y[i], m = x[i] * y[i];
+            CHECK(((recip[i] == r) || (std::isnan(r) && std::isnan(recip[i]))));
+            CHECK(((sum[i] == a) || (std::isnan(a) && std::isnan(sum[i]))));
+            CHECK(((product[i] == m) || (std::isnan(m) && std::isnan(product[i]))));
         }
     }
-    CHECK(off_by_one_ulp * 1000 < x.size());  // a tie's rounding at most
 }

@@ -30,6 +30,7 @@
 #include "luminal/io/mapped_file.hpp"
 #include "luminal/cpu/aligned_buffer.hpp"
 #include "luminal/cpu/attention.hpp"
+#include "luminal/cpu/cost.hpp"
 #include "luminal/cpu/dtype.hpp"
 #include "luminal/cpu/expert_matmul.hpp"
 #include "luminal/cpu/fused.hpp"
@@ -73,8 +74,7 @@ public:
     // The search picks among core rewrites and the CPU kernels (Matmul, fused regions).
     using Rules = egraph::CpuRules;
 
-    // One core at about 10 GB/s; Eigen's GEMM does ~16 flops per byte streamed.
-    CostModel cost_model() const { return {1e10, 4.096e-7, 1.6e11}; }
+    CostModel cost_model() const { return cpu::cost_model(); }
 
     // Lets programs use the user op T (see cpu_op.hpp): its cpu() runs it.
     template <BackendOpType T>
@@ -357,7 +357,7 @@ private:
         if (const auto* fused = spec.payload_as<FusedElementwiseOp>()) {
             check(fused->program != nullptr, "CpuRuntime::load", "FusedElementwise node {} has no program", id);
             p.exec = Exec::Elementwise;
-            p.kernel = std::make_shared<cpu::FusedKernel>(fused->program, source_dtypes(node), spec.dtype, id);
+            p.kernel = std::make_shared<cpu::FusedKernel>(fused->program, source_dtypes(node), spec.dtype, id, isa_);
             return p;
         }
         if (spec.op.payload) {
@@ -371,7 +371,8 @@ private:
                 const DType t = nodes_[node.sources[k]].spec.dtype;
                 auto copy = std::make_shared<FusedProgram>();
                 copy->steps.push_back(FusedStep{OpKind::Cast, 0, 0, t, 0, Expression()});
-                p.gathers.push_back(std::make_shared<cpu::FusedKernel>(std::move(copy), std::vector<DType>{t}, t, id));
+                p.gathers.push_back(
+                    std::make_shared<cpu::FusedKernel>(std::move(copy), std::vector<DType>{t}, t, id, isa_));
             }
             return p;
         }
@@ -391,7 +392,7 @@ private:
                 break;
         }
         p.exec = kind == OpKind::Output ? Exec::Output : Exec::Elementwise;
-        p.kernel = std::make_shared<cpu::FusedKernel>(std::move(program), source_dtypes(node), spec.dtype, id);
+        p.kernel = std::make_shared<cpu::FusedKernel>(std::move(program), source_dtypes(node), spec.dtype, id, isa_);
         return p;
     }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "luminal/cpu/index_expr.hpp"
+#include "luminal/cpu/lane_loops.hpp"
 #include "luminal/cpu/view.hpp"
 #include "luminal/graph/program.hpp"
 #include "luminal/lowering/fused_elementwise.hpp"
@@ -31,74 +32,6 @@ inline float float_mod(float a, float b) {
     float r = std::fmod(a, b);
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     return r;
-}
-
-// 2^x within 2 ulp of std::exp2 and branch-free, so a loop of it vectorises
-// (std::exp2 is a library call per element): x = n + f with n = round(x) and
-// |f| <= 1/2; 2^f by its degree-7 Taylor polynomial (truncation below 1e-8
-// relative); 2^n as exponent bits, in two halves so that every n from the
-// subnormal range (-151) to overflow (129) is a normal float. NaN stays NaN.
-inline float exp2_lane(float x) {
-    float c = x > -151.0f ? x : -151.0f;  // also maps NaN into range; restored below
-    c = c < 129.0f ? c : 129.0f;
-    constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-    const float n = (c + kRound) - kRound;
-    const float f = c - n;
-    float p = 1.5252733804059840e-5f;
-    p = p * f + 1.5403530393381608e-4f;
-    p = p * f + 1.3333558146428443e-3f;
-    p = p * f + 9.6181291076284772e-3f;
-    p = p * f + 5.5504108664821580e-2f;
-    p = p * f + 2.4022650695910071e-1f;
-    p = p * f + 6.9314718055994531e-1f;
-    p = p * f + 1.0f;
-    const std::int32_t e = static_cast<std::int32_t>(n), half = e >> 1;
-    const float r = p * std::bit_cast<float>((half + 127) << 23) * std::bit_cast<float>((e - half + 127) << 23);
-    return x == x ? r : x;
-}
-
-// sin x, branch-free so that a loop of it vectorises (std::sin is a library
-// call per element), for |x| <= kSinLaneLimit; sin_lanes sends the rest to
-// std::sin. In double: x = n pi/2 + r with |r| <= pi/4, n pi/2 in two parts
-// (the first has 33 significant bits, so n times it is exact for n < 2^20),
-// then sin r or cos r by Taylor series to r^13 / r^14 (truncation below 1e-13)
-// and the quadrant's sign: the float result is the correctly rounded sin in
-// all but ties, as the reference's double std::sin rounded is.
-inline constexpr float kSinLaneLimit = 1e6f;
-inline float sin_lane(float xf) {
-    const double x = xf;
-    constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-    const double n = (x * 0.63661977236758134 + kRound) - kRound;
-    const double r = (x - n * 1.5707963267341256) - n * 6.0771005065061922e-11;
-    const double r2 = r * r;
-    double sin_r = -1.0 / 6227020800.0;
-    sin_r = sin_r * r2 + 1.0 / 39916800.0;
-    sin_r = sin_r * r2 - 1.0 / 362880.0;
-    sin_r = sin_r * r2 + 1.0 / 5040.0;
-    sin_r = sin_r * r2 - 1.0 / 120.0;
-    sin_r = sin_r * r2 + 1.0 / 6.0;
-    sin_r = r * (1.0 - r2 * sin_r);  // keeps sin(-0) = -0
-    double cos_r = 1.0 / 87178291200.0;
-    cos_r = cos_r * r2 - 1.0 / 479001600.0;
-    cos_r = cos_r * r2 + 1.0 / 3628800.0;
-    cos_r = cos_r * r2 - 1.0 / 40320.0;
-    cos_r = cos_r * r2 + 1.0 / 720.0;
-    cos_r = cos_r * r2 - 1.0 / 24.0;
-    cos_r = cos_r * r2 + 0.5;
-    cos_r = 1.0 - r2 * cos_r;
-    const auto quadrant = static_cast<std::int64_t>(n) & 3;
-    const double v = (quadrant & 1) ? cos_r : sin_r;
-    return static_cast<float>((quadrant & 2) ? -v : v);
-}
-inline void sin_lanes(const float* x, std::int64_t len, float* out) {
-    bool outside = false;
-    for (std::int64_t i = 0; i < len; ++i) {
-        out[i] = sin_lane(x[i]);
-        outside |= !(std::fabs(x[i]) <= kSinLaneLimit);  // NaN and infinities too
-    }
-    if (outside)
-        for (std::int64_t i = 0; i < len; ++i)
-            if (!(std::fabs(x[i]) <= kSinLaneLimit)) out[i] = std::sin(x[i]);
 }
 
 // Floor modulo; b == -1 is special-cased because INT64_MIN / -1 traps.
@@ -152,9 +85,11 @@ public:
     };
 
     FusedKernel() = default;
+    // `isa`: the instruction set the float lane loops run with (this CPU must support it).
     FusedKernel(std::shared_ptr<const FusedProgram> program, std::vector<DType> input_dtypes, DType out_dtype,
-                std::uint32_t node)
-        : program_(std::move(program)), inputs_(input_dtypes.size()), out_dtype_(out_dtype), node_(node) {
+                std::uint32_t node, quant::Isa isa = quant::best_isa())
+        : program_(std::move(program)), inputs_(input_dtypes.size()), out_dtype_(out_dtype), node_(node),
+          lanes_(fused_detail::lane_loops(isa)) {
         check(program_ && !program_->steps.empty(), "CpuRuntime::load", "node {}: fused program has no steps", node);
         dtypes_ = std::move(input_dtypes);
         for (const FusedStep& s : program_->steps) dtypes_.push_back(s.dtype);
@@ -256,6 +191,7 @@ private:
         return {};
     }
     const FusedStep& step(std::size_t value) const { return program_->steps[value - inputs_]; }
+    fused_detail::LaneLoop lane(fused_detail::LaneOp op) const { return lanes_[static_cast<std::size_t>(op)]; }
     float* fhome(FusedScratch& s, std::size_t v) const {
         return v == s.direct_value ? static_cast<float*>(s.direct) : s.floats.data() + v * kBlock;
     }
@@ -335,10 +271,10 @@ private:
             const float* x = as_float(st.a, len, 0, s, fp, ip);
             switch (st.kind) {
                 case OpKind::Log2: for (std::int64_t i = 0; i < len; ++i) fr[i] = std::log2(x[i]); break;
-                case OpKind::Exp2: for (std::int64_t i = 0; i < len; ++i) fr[i] = exp2_lane(x[i]); break;
-                case OpKind::Sin: sin_lanes(x, len, fr); break;
+                case OpKind::Exp2: lane(LaneOp::Exp2)(x, nullptr, fr, len); break;
+                case OpKind::Sin: lane(LaneOp::Sin)(x, nullptr, fr, len); break;
                 case OpKind::Sqrt: for (std::int64_t i = 0; i < len; ++i) fr[i] = std::sqrt(x[i]); break;
-                default: for (std::int64_t i = 0; i < len; ++i) fr[i] = 1.0f / x[i]; break;
+                default: lane(LaneOp::Recip)(x, nullptr, fr, len); break;
             }
             return finish_into(v, fr, len, s, fp, ip);
         }
@@ -348,8 +284,8 @@ private:
                 const float* x = as_float(st.a, len, 0, s, fp, ip);
                 const float* y = as_float(st.b, len, 1, s, fp, ip);
                 switch (st.kind) {
-                    case OpKind::Add: for (std::int64_t i = 0; i < len; ++i) fr[i] = x[i] + y[i]; break;
-                    case OpKind::Mul: for (std::int64_t i = 0; i < len; ++i) fr[i] = x[i] * y[i]; break;
+                    case OpKind::Add: lane(LaneOp::Add)(x, y, fr, len); break;
+                    case OpKind::Mul: lane(LaneOp::Mul)(x, y, fr, len); break;
                     case OpKind::Mod: for (std::int64_t i = 0; i < len; ++i) fr[i] = float_mod(x[i], y[i]); break;
                     default:
                         for (std::int64_t i = 0; i < len; ++i) ir[i] = x[i] < y[i];
@@ -397,6 +333,7 @@ private:
     std::uint32_t node_ = 0;
     std::vector<DType> dtypes_;  // per value: inputs, then steps
     std::vector<bool> used_;     // per input: read by some step
+    fused_detail::LaneLoops lanes_;
 };
 
 }  // namespace luminal::cpu

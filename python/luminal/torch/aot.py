@@ -1,8 +1,8 @@
 """luminal.torch.compile(model, example_inputs, dynamic_shapes=...): torch.export, then
-run_decompositions() to core ATen, translated once. Parameters and buffers are bound from
-the model's own tensors (read in place on the CPU); torch.export.Dim sizes become luminal
-dimensions, so one compilation serves every size the Dims allow; inputs and buffers the
-model mutates (a StaticCache's index_copy_) are written back after each call."""
+run_decompositions() to core ATen (attention kept whole), translated once. Parameters and
+buffers are bound from the model's own tensors (read in place on the CPU); torch.export.Dim
+sizes become luminal dimensions, so one compilation serves every size the Dims allow; inputs
+and buffers the model mutates (a StaticCache's index_copy_) are written back after each call."""
 from __future__ import annotations
 
 import torch
@@ -10,6 +10,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .._luminal import Error
+from .decompositions import decompositions
 from .runner import CompiledGraph
 from .translate import translate
 
@@ -93,5 +94,5 @@ def compile(model: torch.nn.Module, example_inputs: tuple, *, dynamic_shapes=Non
         example_inputs = (example_inputs,)
     with torch.no_grad():
         program = torch.export.export(model, example_inputs, dynamic_shapes=dynamic_shapes, strict=strict)
-        program = program.run_decompositions()
+        program = program.run_decompositions(decompositions())
     return CompiledModule(program, device=device, search=search, threads=threads)

@@ -19,6 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from .._luminal import Error
+from .decompositions import decompositions
 from .fallback import split_unsupported
 from .runner import CompiledGraph
 from .translate import translate
@@ -88,7 +89,6 @@ def _inference_only(gm, example_inputs):
 # whenever luminal had not been imported first.
 def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None):
     settings = _settings(options)
-    from torch._decomp import core_aten_decompositions
 
     def forward(aten_gm, aten_inputs):
         # AOTAutograd calls this with its fake-tensor mode on; translating binds real tensors.
@@ -96,4 +96,4 @@ def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | No
             return compile_fx(aten_gm, aten_inputs, settings)
 
     return aot_autograd(fw_compiler=forward, inference_compiler=forward, bw_compiler=_inference_only,
-                        decompositions=core_aten_decompositions())(gm, example_inputs)
+                        decompositions=decompositions())(gm, example_inputs)

@@ -310,20 +310,31 @@ def _attention(cx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
         raise Error(f"{cx.where()}: the head size must be static")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     if enable_gqa and q.shape[-3] != k.shape[-3]:
-        groups = q.shape[-3] // k.shape[-3]
-        k = _repeat_heads(k, groups)
-        v = _repeat_heads(v, groups)
+        return _grouped_attention(cx, q, k, v, attn_mask, is_causal, scale)
     scores = q.matmul(k.transpose(-1, -2)) * scale
     if is_causal:
         rows, cols = q.shape[-2], k.shape[-2]
         ones = cx.graph.constant(1.0, DType.bool).expand([rows, cols])
         scores = _masked(scores, ones.tril(0))
-    if attn_mask is not None:
-        if attn_mask.dtype == DType.bool:
-            scores = _masked(scores, attn_mask)
-        else:
-            scores = scores + cx.tensor(attn_mask, dtype)
-    return scores.softmax(-1).matmul(v), scores
+    if attn_mask is None:
+        return scores.softmax(-1).matmul(v), scores
+    if attn_mask.dtype == DType.bool:
+        scores = _masked(scores, attn_mask)
+    else:
+        scores = scores + cx.tensor(attn_mask, dtype)
+    return _softmax_of_masked(scores).matmul(v), scores
+
+
+def _softmax_of_masked(scores: Tensor) -> Tensor:
+    """softmax over the last axis, where a row the mask hides entirely is zeros (PyTorch's
+    attention gives such a query zeros, where a plain softmax gives NaN): its maximum is taken
+    as 0, so its exponentials are 0 and their sum, floored, divides them to 0. Any other row
+    holds an exponential of 1, so the floor changes nothing there."""
+    from .._luminal import where
+    top = scores.max([-1], True)
+    top = where(top.eq(-math.inf), 0.0, top)
+    weights = (scores - top).exp()
+    return weights / weights.sum([-1], True).maximum(1e-30)
 
 
 def _masked(scores: Tensor, keep: Tensor) -> Tensor:
@@ -331,10 +342,22 @@ def _masked(scores: Tensor, keep: Tensor) -> Tensor:
     return where(keep, scores, -math.inf)
 
 
-def _repeat_heads(x: Tensor, groups: int) -> Tensor:
-    shape = x.shape
-    expanded = x.unsqueeze(-3).expand(shape[:-2] + [groups] + shape[-2:])
-    return expanded.reshape(shape[:-3] + [shape[-3] * groups] + shape[-2:])
+def _grouped_attention(cx, q, k, v, attn_mask, is_causal, scale):
+    """Attention where each key/value head serves a group of query heads: the query heads are
+    split into [key heads, group] and the keys and values broadcast over the group, so no copy
+    of the cache repeats them per query head. Results as _attention's, in [..., heads, L, E]."""
+    lead, heads = q.shape[:-3], q.shape[-3]
+    kv_heads = k.shape[-3]
+    grouped = lead + [kv_heads, heads // kv_heads]
+    mask = attn_mask
+    if mask is not None and len(mask.shape) >= 3:
+        if mask.shape[-3] == 1:
+            mask = mask.unsqueeze(-3)
+        else:
+            mask = mask.reshape(mask.shape[:-3] + [kv_heads, heads // kv_heads] + mask.shape[-2:])
+    out, scores = _attention(cx, q.reshape(grouped + q.shape[-2:]), k.unsqueeze(-3), v.unsqueeze(-3), mask,
+                             is_causal, scale, False)
+    return out.reshape(lead + [heads] + out.shape[-2:]), scores.reshape(lead + [heads] + scores.shape[-2:])
 
 
 @translates(*aten_ops("scaled_dot_product_attention.default"))
@@ -348,7 +371,9 @@ def sdpa(cx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None
 def sdpa_flash_cpu(cx, q, k, v, dropout_p=0.0, is_causal=False, attn_mask=None, scale=None):
     if dropout_p:
         raise Error(f"{cx.where()}: attention dropout is not supported (inference only)")
-    out, scores = _attention(cx, q, k, v, attn_mask, is_causal, scale, False)
+    # The CPU flash kernel shares each key/value head among its group of query heads (GQA), as
+    # scaled_dot_product_attention(enable_gqa=True) hands it down.
+    out, scores = _attention(cx, q, k, v, attn_mask, is_causal, scale, True)
     return out, scores.logsumexp([-1])
 
 
