@@ -237,9 +237,14 @@ private:
             }
             return Ref{Ref::Step, static_cast<std::uint16_t>(steps.size() - 1)};
         };
+        // An input made deeper than the product may be computed from it (RMSNorm's scale of the sum a
+        // residual add makes): the product computed elsewhere first, this Gemv would stream the weights
+        // again. Only inputs that cannot depend on it (the residual, a bias) join an epilogue.
+        const std::uint32_t product_depth = ctx.facts(g, g.class_of(first)).depth;
         std::vector<Ref> region_inputs;
         for (std::size_t i = 0; i < n_in; ++i) {
             if (!gemvs[i]) {
+                if (ctx.facts(g, region_kids[i]).depth > product_depth) return;
                 region_inputs.push_back({Ref::Extra, slot_of(extras, g.find(region_kids[i]), region.views[i])});
                 continue;
             }

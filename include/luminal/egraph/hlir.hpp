@@ -7,6 +7,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -68,6 +69,9 @@ struct ClassFacts {
     DType dtype = DType::F32;
     Shape shape;
     std::optional<double> constant;
+    // The longest chain of e-nodes below the one that made the class: a value
+    // computed from another class's is made deeper than it.
+    std::uint32_t depth = 0;
 };
 
 // The context rules receive: the spec table, to read and create attributes,
@@ -78,10 +82,11 @@ public:
     const NodeSpec& spec(const EGraph& g, ENodeId node) const { return specs[g.node(node).attr]; }
     const ClassFacts& facts(const EGraph& g, ClassId c) const { return facts_[g.find(c)]; }
 
-    void note_class(ClassId c, const NodeSpec& spec) {
+    void note_class(ClassId c, const NodeSpec& spec, std::uint32_t depth) {
         if (c < facts_.size()) return;
         facts_.resize(c + 1);
         ClassFacts& f = facts_[c];
+        f.depth = depth;
         f.dtype = spec.dtype;
         f.shape = spec.shape;
         if (spec.kind == symbol_of(OpKind::Constant) && spec.shape.empty()) f.constant = spec.op.value;
@@ -104,9 +109,11 @@ private:
 
 inline ClassId add_node(EGraph& g, HlirContext& ctx, NodeSpec spec, std::span<const ClassId> children) {
     const std::uint16_t kind = spec.kind;
+    std::uint32_t depth = 0;
+    for (ClassId child : children) depth = std::max(depth, ctx.facts(g, child).depth + 1);
     const AttrId attr = ctx.specs.intern(std::move(spec));
     const ClassId c = g.add(kind, attr, children);
-    ctx.note_class(c, ctx.specs[attr]);
+    ctx.note_class(c, ctx.specs[attr], depth);
     return c;
 }
 
