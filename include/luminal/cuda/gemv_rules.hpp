@@ -7,6 +7,7 @@
 //  * an elementwise region reading Gemvs of one activation element for element
 //    (a residual add, SiLU(gate) * up) is one Gemv over all their weights,
 //    with the region (and their own epilogues) as its epilogue.
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -94,16 +95,22 @@ struct GemvAbsorbsPrologue {
         const NodeSpec& spec = ctx.spec(g, m.node<"gemv">());
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
         if (spec.payload_as<cuda::GemvOp>()->prologue || spec.payload_as<cuda::GemvOp>()->epilogue) return;
-        // Of the activation's class, the row op that hoists the most per-row work; else each region (they
-        // reach back to different producers: the extraction weighs them).
+        // Of the activation's class, the row op that hoists the most per-row work; else each region of casts
+        // alone (the activation rounded to the weights' dtype, reaching back to different producers: the
+        // extraction weighs them). A region computing more would be recomputed by every block, and each
+        // prologue is one more Gemv for every epilogue the Gemv's consumers offer.
         std::optional<ENodeId> row_op;
         std::vector<ENodeId> regions;
         auto stages = [&](ENodeId n) { return ctx.spec(g, n).payload_as<cuda::RowOp>()->stages.size(); };
+        auto casts_only = [&](ENodeId n) {
+            const auto& steps = ctx.spec(g, n).payload_as<FusedElementwiseOp>()->program->steps;
+            return std::all_of(steps.begin(), steps.end(), [](const FusedStep& s) { return s.kind == OpKind::Cast; });
+        };
         for (ENodeId r : g.class_nodes(g.find(g.children(m.node<"gemv">())[0]))) {
             if (!g.alive(r)) continue;
             const OpSymbol kind = ctx.spec(g, r).kind;
             if (kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
-            if (kind == op_symbol<FusedElementwiseOp>) regions.push_back(r);
+            if (kind == op_symbol<FusedElementwiseOp> && casts_only(r)) regions.push_back(r);
         }
         if (row_op) regions = {*row_op};
         // The view is tested after the class, which most often holds no producer to absorb.
