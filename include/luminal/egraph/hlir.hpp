@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -100,6 +101,13 @@ public:
         if (last == reads) return true;
         last = std::move(reads);
         return false;
+    }
+    // What the rule recorded at `node` last (empty: nothing); valid until its next read_before there.
+    std::span<const std::uint32_t> last_read(std::string_view rule, ENodeId node) const {
+        const auto r = last_reads_.find(rule);
+        if (r == last_reads_.end()) return {};
+        const auto n = r->second.find(node);
+        return n == r->second.end() ? std::span<const std::uint32_t>{} : std::span<const std::uint32_t>(n->second);
     }
 
 private:
