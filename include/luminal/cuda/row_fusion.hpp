@@ -132,6 +132,25 @@ inline const Reads& row_broadcast(const Shape& shape) {
     return it->second;
 }
 
+// view.reshape(outer), remembered as row_broadcast is: a row grown over a
+// class asks it for each region there, and the same regions' views come back
+// for every row that meets them (reshaping was most of the row rules' time).
+inline const std::optional<ShapeTracker>& reshaped(const ShapeTracker& view, const Shape& outer) {
+    using Key = std::pair<ShapeTracker, Shape>;
+    struct KeyHash {
+        std::size_t operator()(const Key& k) const {
+            std::size_t h = k.first.hash();
+            for (const Expression& e : k.second) h = h * 0x9E3779B97F4A7C15ull ^ e.hash();
+            return h;
+        }
+    };
+    thread_local std::unordered_map<Key, std::optional<ShapeTracker>, KeyHash> known;
+    Key key{view, outer};
+    auto it = known.find(key);
+    if (it == known.end()) it = known.emplace(std::move(key), view.reshape(outer)).first;
+    return it->second;
+}
+
 // A per-row region's program with its index expressions over the row's
 // elements: the region's element o is the row z / length.
 inline std::shared_ptr<const FusedProgram> in_row_index_space(const std::shared_ptr<const FusedProgram>& program,
@@ -166,8 +185,12 @@ inline std::optional<StageReads> stage_reads(const EGraph& g, const HlirContext&
         const Shape outer = row.outer();
         for (std::size_t k = 0; k < kids.size(); ++k) {
             // The region's element o is row o: its inputs read in the row's outer dims, once per row.
-            auto per_row = s.shape == outer ? std::optional(s.views[k]) : s.views[k].reshape(outer);
-            if (!per_row) return std::nullopt;
+            const ShapeTracker* per_row = &s.views[k];
+            if (s.shape != outer) {
+                const std::optional<ShapeTracker>& r = reshaped(s.views[k], outer);
+                if (!r) return std::nullopt;
+                per_row = &*r;
+            }
             reads.emplace_back(g.find(kids[k]), per_row->expand_dim(last, row.shape.back()));
         }
         return reads;
