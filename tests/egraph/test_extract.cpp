@@ -241,3 +241,37 @@ TEST_CASE("extraction's class groups and re-pick prices agree with direct walks 
         }
     CHECK(repicks > 10);
 }
+
+TEST_CASE("several extractions' workloads priced in one pass: one runtime call per group of nodes priced alike, each set as if priced alone") {
+    Graph g;
+    auto x = g.named_tensor("x", {'s', 16}), w = g.tensor({16, 8});
+    ((x * x).matmul(w).exp() + 1.0).output();
+    egraph::HlirEGraph h;
+    egraph::build_egraph(g, h);
+    egraph::saturate(h.graph, h.ctx, egraph::CpuRules{});
+    const egraph::ExtractionGraph extraction(h.graph, h.ctx);
+    // A runtime's own pricing that depends on the node and the dims, counting its calls and the dims of each.
+    std::size_t calls = 0, dims_priced = 0;
+    CostModel model;
+    model.price = [&](const NodeCostQuery& q, std::span<const DynMap> dims, std::span<double> seconds) {
+        ++calls;
+        dims_priced += dims.size();
+        for (std::size_t d = 0; d < dims.size(); ++d)
+            seconds[d] = node_seconds(NodeCostQuery{q.spec, q.input_dtypes, q.input_shapes, q.input_bound, dims[d]}, CostModel{});
+    };
+    const std::vector<Workload> main{{DynMap{{'s', 64}}, 0.25}, {DynMap{{'s', 512}}, 0.75}}, decode{{DynMap{{'s', 1}}, 1}};
+    const std::vector<std::vector<double>> together = extraction.prices({main, decode}, model);
+    REQUIRE(together.size() == 2);
+    CHECK(calls > 0);
+    CHECK(dims_priced == 3 * calls);  // every workload of both sets at each call
+    std::size_t live = 0;
+    for (egraph::ENodeId n = 0; n < h.graph.total_nodes(); ++n) live += h.graph.alive(n);
+    CHECK(calls <= live);  // at most one call per node
+    CHECK(together[0] == extraction.prices(main, model));
+    CHECK(together[1] == extraction.prices(decode, model));
+    // The runtime's pricing is the estimate here, so each set's prices are the estimate's, summed by weight.
+    CHECK(together[0] == extraction.prices(main, CostModel{}));
+    bool differ = false;
+    for (egraph::ENodeId n = 0; n < h.graph.total_nodes(); ++n) differ |= together[0][n] != together[1][n];
+    CHECK(differ);  // the sets' dims were each used
+}

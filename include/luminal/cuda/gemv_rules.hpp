@@ -7,6 +7,7 @@
 //  * an elementwise region reading Gemvs of one activation element for element
 //    (a residual add, SiLU(gate) * up) is one Gemv over all their weights,
 //    with the region (and their own epilogues) as its epilogue.
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -36,17 +37,26 @@ inline bool streamable_weight(const ShapeTracker& w, DType dtype) {
     return *k > 0 && (*k * bytes) % 16 == 0 && (*stride * bytes) % 16 == 0 && (*start * bytes) % 16 == 0;
 }
 
+// A Gemv e-node with its spec and op at hand.
+struct GemvNode {
+    ENodeId node;
+    const NodeSpec* spec;
+    const cuda::GemvOp* op;
+};
+
 // Whether two Gemvs read the same activation rows (prologue, inputs and their views) the same way.
-inline bool same_activation(const EGraph& g, const NodeSpec& a, ENodeId a_node, const NodeSpec& b, ENodeId b_node) {
-    const auto& x = *a.payload_as<cuda::GemvOp>();
-    const auto& y = *b.payload_as<cuda::GemvOp>();
-    if (!(x.prologue == y.prologue) || x.activation_inputs != y.activation_inputs || !(x.layout == y.layout) || !(x.quant == y.quant))
-        return false;
-    const auto xs = g.children(a_node), ys = g.children(b_node);
+inline bool same_activation(const EGraph& g, const GemvNode& a, const GemvNode& b) {
+    const cuda::GemvOp &x = *a.op, &y = *b.op;
+    // The activation's classes first: they tell most pairs apart, and comparing prologues is dearer.
+    if (x.activation_inputs != y.activation_inputs || !(x.layout == y.layout)) return false;
+    const auto xs = g.children(a.node), ys = g.children(b.node);
     for (std::size_t i = 0; i < x.activation_inputs; ++i)
-        if (g.find(xs[i]) != g.find(ys[i]) || !(a.views[i] == b.views[i])) return false;
+        if (g.find(xs[i]) != g.find(ys[i])) return false;
+    if (!(x.prologue == y.prologue) || !(x.quant == y.quant)) return false;
+    for (std::size_t i = 0; i < x.activation_inputs; ++i)
+        if (!(a.spec->views[i] == b.spec->views[i])) return false;
     // Quantized weights of one format and shape (compared above) fuse; others by their row length.
-    return x.quant || a.views[x.activation_inputs].dim(1) == b.views[y.activation_inputs].dim(1);
+    return x.quant || a.spec->views[x.activation_inputs].dim(1) == b.spec->views[y.activation_inputs].dim(1);
 }
 
 // Whether class c is a 16-bit tensor widened to f32: its Matmul also reads it as
@@ -94,16 +104,22 @@ struct GemvAbsorbsPrologue {
         const NodeSpec& spec = ctx.spec(g, m.node<"gemv">());
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
         if (spec.payload_as<cuda::GemvOp>()->prologue || spec.payload_as<cuda::GemvOp>()->epilogue) return;
-        // Of the activation's class, the row op that hoists the most per-row work; else each region (they
-        // reach back to different producers: the extraction weighs them).
+        // Of the activation's class, the row op that hoists the most per-row work; else each region of casts
+        // alone (the activation rounded to the weights' dtype, reaching back to different producers: the
+        // extraction weighs them). A region computing more would be recomputed by every block, and each
+        // prologue is one more Gemv for every epilogue the Gemv's consumers offer.
         std::optional<ENodeId> row_op;
         std::vector<ENodeId> regions;
         auto stages = [&](ENodeId n) { return ctx.spec(g, n).payload_as<cuda::RowOp>()->stages.size(); };
+        auto casts_only = [&](ENodeId n) {
+            const auto& steps = ctx.spec(g, n).payload_as<FusedElementwiseOp>()->program->steps;
+            return std::all_of(steps.begin(), steps.end(), [](const FusedStep& s) { return s.kind == OpKind::Cast; });
+        };
         for (ENodeId r : g.class_nodes(g.find(g.children(m.node<"gemv">())[0]))) {
             if (!g.alive(r)) continue;
             const OpSymbol kind = ctx.spec(g, r).kind;
             if (kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
-            if (kind == op_symbol<FusedElementwiseOp>) regions.push_back(r);
+            if (kind == op_symbol<FusedElementwiseOp> && casts_only(r)) regions.push_back(r);
         }
         if (row_op) regions = {*row_op};
         // The view is tested after the class, which most often holds no producer to absorb.
@@ -146,9 +162,10 @@ struct GemvAbsorbsEpilogue {
     static constexpr std::string_view name = "cuda.gemv-epilogue";
     using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
-    // What a match fuses is a function of the region's classes, its leads and
-    // their partners: a match found again (a class the region reads gained an
-    // e-node) that finds the same ones as last time is passed over before anything is built.
+    // What a lead fuses into is a function of the region's classes, the lead
+    // and its partners: a match found again (a class the region reads gained
+    // an e-node) fuses only the leads it did not fuse with the same ones last
+    // time, and is passed over before anything is built when there are none.
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         const ENodeId matched = m.node<"region">();
         std::vector<ClassId> region_kids;
@@ -158,40 +175,65 @@ struct GemvAbsorbsEpilogue {
         std::vector<std::pair<ENodeId, std::vector<std::optional<ENodeId>>>> leads;  // each with its partner per input
         {
             // The plain products of each input read whole, in class order: the leads, and where each lead's partners are.
+            // References into the specs: nothing is added before the last use.
             const NodeSpec& spec = ctx.spec(g, matched);
-            std::vector<std::vector<ENodeId>> plain(region_kids.size());
+            std::vector<std::vector<gemv_detail::GemvNode>> plain(region_kids.size());
             for (std::size_t i = 0; i < region_kids.size(); ++i) {
-                for (ENodeId n : g.class_nodes(region_kids[i]))
-                    if (plain_product(g, ctx, n, spec.shape)) plain[i].push_back(n);
+                for (ENodeId n : g.class_nodes(region_kids[i])) {
+                    if (!g.alive(n)) continue;
+                    const NodeSpec& s = ctx.spec(g, n);
+                    if (s.kind != op_symbol<cuda::GemvOp> || s.shape != spec.shape) continue;
+                    const cuda::GemvOp* op = s.payload_as<cuda::GemvOp>();
+                    if (!op->epilogue) plain[i].push_back({n, &s, op});
+                }
                 // The view is tested only where there is a product (most classes hold none): it builds expressions.
                 if (!plain[i].empty() && !reads_whole(spec, i)) plain[i].clear();
             }
-            for (const std::vector<ENodeId>& products : plain)
-                for (ENodeId n : products) leads.push_back({n, std::vector<std::optional<ENodeId>>(region_kids.size())});
-            for (auto& [lead, gemvs] : leads)
+            std::vector<const gemv_detail::GemvNode*> lead_of;
+            for (const auto& products : plain)
+                for (const gemv_detail::GemvNode& n : products) {
+                    leads.push_back({n.node, std::vector<std::optional<ENodeId>>(region_kids.size())});
+                    lead_of.push_back(&n);
+                }
+            for (std::size_t k = 0; k < leads.size(); ++k)
                 for (std::size_t i = 0; i < region_kids.size(); ++i)
-                    for (ENodeId n : plain[i])
-                        if (gemv_detail::same_activation(g, ctx.spec(g, lead), lead, ctx.spec(g, n), n)) {
-                            gemvs[i] = n;
+                    for (const gemv_detail::GemvNode& n : plain[i])
+                        if (gemv_detail::same_activation(g, *lead_of[k], n)) {
+                            leads[k].second[i] = n.node;
                             break;
                         }
         }
         if (leads.empty()) return;
+        const std::size_t stride = 1 + region_kids.size();
         std::vector<std::uint32_t> reads(region_kids.begin(), region_kids.end());
         for (const auto& [lead, gemvs] : leads) {
             reads.push_back(lead);
             for (const std::optional<ENodeId>& p : gemvs) reads.push_back(p ? *p : kNoPartner);
         }
-        if (ctx.read_before(name, matched, std::move(reads))) return;
+        const std::span<const std::uint32_t> last = ctx.last_read(name, matched);
+        const std::vector<std::uint32_t> before(last.begin(), last.end());
+        if (ctx.read_before(name, matched, reads)) return;
+        const bool same_classes = before.size() >= region_kids.size() && std::equal(region_kids.begin(), region_kids.end(), before.begin());
+        auto fused_before = [&](std::size_t k) {
+            const auto block = reads.begin() + static_cast<std::ptrdiff_t>(region_kids.size() + k * stride);
+            for (std::size_t at = region_kids.size(); same_classes && at + stride <= before.size(); at += stride)
+                if (std::equal(block, block + static_cast<std::ptrdiff_t>(stride), before.begin() + static_cast<std::ptrdiff_t>(at)))
+                    return true;
+            return false;
+        };
+        // The fused Gemv is a function of the partners (the lead reads its activation as they do): leads
+        // with the same ones (the gate's product and the up's, for SiLU(gate) * up) make one Gemv.
+        auto partners_seen = [&](std::size_t k) {
+            for (std::size_t j = 0; j < k; ++j)
+                if (leads[j].second == leads[k].second) return true;
+            return false;
+        };
         const NodeSpec region = ctx.spec(g, matched);  // a copy: add_spec may move the specs
-        for (const auto& [lead, gemvs] : leads) fuse(g, ctx, m.root(g), region, region_kids, lead, gemvs);
+        for (std::size_t k = 0; k < leads.size(); ++k)
+            if (!fused_before(k) && !partners_seen(k)) fuse(g, ctx, m.root(g), region, region_kids, leads[k].first, leads[k].second);
     }
 
 private:
-    static bool plain_product(const EGraph& g, const HlirContext& ctx, ENodeId n, const Shape& shape) {
-        if (!g.alive(n) || ctx.spec(g, n).kind != op_symbol<cuda::GemvOp> || ctx.spec(g, n).shape != shape) return false;
-        return !ctx.spec(g, n).payload_as<cuda::GemvOp>()->epilogue;
-    }
 
     static constexpr std::uint32_t kNoPartner = std::numeric_limits<std::uint32_t>::max();
 
@@ -237,9 +279,14 @@ private:
             }
             return Ref{Ref::Step, static_cast<std::uint16_t>(steps.size() - 1)};
         };
+        // An input made deeper than the product may be computed from it (RMSNorm's scale of the sum a
+        // residual add makes): the product computed elsewhere first, this Gemv would stream the weights
+        // again. Only inputs that cannot depend on it (the residual, a bias) join an epilogue.
+        const std::uint32_t product_depth = ctx.facts(g, g.class_of(first)).depth;
         std::vector<Ref> region_inputs;
         for (std::size_t i = 0; i < n_in; ++i) {
             if (!gemvs[i]) {
+                if (ctx.facts(g, region_kids[i]).depth > product_depth) return;
                 region_inputs.push_back({Ref::Extra, slot_of(extras, g.find(region_kids[i]), region.views[i])});
                 continue;
             }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -131,6 +132,25 @@ inline const Reads& row_broadcast(const Shape& shape) {
     return it->second;
 }
 
+// view.reshape(outer), remembered as row_broadcast is: a row grown over a
+// class asks it for each region there, and the same regions' views come back
+// for every row that meets them (reshaping was most of the row rules' time).
+inline const std::optional<ShapeTracker>& reshaped(const ShapeTracker& view, const Shape& outer) {
+    using Key = std::pair<ShapeTracker, Shape>;
+    struct KeyHash {
+        std::size_t operator()(const Key& k) const {
+            std::size_t h = k.first.hash();
+            for (const Expression& e : k.second) h = h * 0x9E3779B97F4A7C15ull ^ e.hash();
+            return h;
+        }
+    };
+    thread_local std::unordered_map<Key, std::optional<ShapeTracker>, KeyHash> known;
+    Key key{view, outer};
+    auto it = known.find(key);
+    if (it == known.end()) it = known.emplace(std::move(key), view.reshape(outer)).first;
+    return it->second;
+}
+
 // A per-row region's program with its index expressions over the row's
 // elements: the region's element o is the row z / length.
 inline std::shared_ptr<const FusedProgram> in_row_index_space(const std::shared_ptr<const FusedProgram>& program,
@@ -152,63 +172,93 @@ inline bool may_stage(const NodeSpec& s, const RowDraft& row, const Expression& 
     return !s.op.payload && (s.kind == sym(OpKind::SumReduce) || s.kind == sym(OpKind::MaxReduce)) && s.op.axis == last;
 }
 
-// The stage node n of input t's class computes (a node may_stage accepts):
-// a fold over the row or a per-row region; its own inputs join `row`.
-inline std::optional<RowStage> stage_of(const EGraph& g, const HlirContext& ctx, RowDraft& row, ENodeId n) {
+// What the stage node n of input t's class computes (a node may_stage
+// accepts) reads: its inputs' classes and views in the row's index space;
+// nullopt where a view has none.
+using StageReads = std::vector<std::pair<ClassId, ShapeTracker>>;
+inline std::optional<StageReads> stage_reads(const EGraph& g, const HlirContext& ctx, const RowDraft& row, ENodeId n) {
     const std::size_t last = row.shape.size() - 1;
     const NodeSpec& s = ctx.spec(g, n);
     auto kids = g.children(n);
-    RowStage stage;
-    stage.dtype = s.dtype;
-    if (auto* region = s.payload_as<FusedElementwiseOp>()) {
+    StageReads reads;
+    if (s.payload_as<FusedElementwiseOp>()) {
         const Shape outer = row.outer();
-        stage.folds = false;
-        stage.program = in_row_index_space(region->program, row.shape.back());
         for (std::size_t k = 0; k < kids.size(); ++k) {
             // The region's element o is row o: its inputs read in the row's outer dims, once per row.
-            auto per_row = s.shape == outer ? std::optional(s.views[k]) : s.views[k].reshape(outer);
-            if (!per_row) return std::nullopt;
-            stage.operands.push_back(row.input(g.find(kids[k]), per_row->expand_dim(last, row.shape.back())));
+            const ShapeTracker* per_row = &s.views[k];
+            if (s.shape != outer) {
+                const std::optional<ShapeTracker>& r = reshaped(s.views[k], outer);
+                if (!r) return std::nullopt;
+                per_row = &*r;
+            }
+            reads.emplace_back(g.find(kids[k]), per_row->expand_dim(last, row.shape.back()));
         }
-        return stage;
+        return reads;
     }
-    if (auto* r = s.payload_as<cuda::ReduceOp>()) stage.fold = r->fold, stage.program = r->prologue;
-    else stage.fold = static_cast<OpKind>(s.kind);
     for (std::size_t k = 0; k < kids.size(); ++k) {
         // The view's dims compared in place, without building them: this runs for every candidate stage.
         const auto& axes = s.views[k].axes();
         if (!std::equal(axes.begin(), axes.end(), row.shape.begin(), row.shape.end(),
                         [](const ShapeTracker::Axis& a, const Expression& d) { return a.size == d; }))
             return std::nullopt;
-        stage.operands.push_back(row.input(g.find(kids[k]), s.views[k]));
+        reads.emplace_back(g.find(kids[k]), s.views[k]);
     }
+    return reads;
+}
+
+// The stage node n computes: a fold over the row or a per-row region, reading `reads` (stage_reads'), which join `row`.
+inline RowStage stage_of(const EGraph& g, const HlirContext& ctx, RowDraft& row, ENodeId n, const StageReads& reads) {
+    const NodeSpec& s = ctx.spec(g, n);
+    RowStage stage;
+    stage.dtype = s.dtype;
+    if (auto* region = s.payload_as<FusedElementwiseOp>()) {
+        stage.folds = false;
+        stage.program = in_row_index_space(region->program, row.shape.back());
+    } else if (auto* r = s.payload_as<cuda::ReduceOp>()) {
+        stage.fold = r->fold, stage.program = r->prologue;
+    } else {
+        stage.fold = static_cast<OpKind>(s.kind);
+    }
+    for (const auto& [c, v] : reads) stage.operands.push_back(row.input(c, v));
     return stage;
 }
 
 // The best stage for input t: the node of its class adding the fewest new
-// inputs, then the one computing the most inside the kernel.
+// inputs, then the one computing the most inside the kernel. Candidates are
+// scored from what they read; only the best is built into a draft.
 inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx, const RowDraft& row, std::size_t t) {
     const ClassId c = row.children[t];
-    std::optional<RowDraft> best;
+    std::optional<ENodeId> best;
+    StageReads best_reads;
     std::tuple<std::size_t, std::size_t> best_score{};
     const Expression rows = product(row.outer());
     for (ENodeId n : g.class_nodes(c)) {
-        if (!g.alive(n) || !may_stage(ctx.spec(g, n), row, rows)) continue;
-        RowDraft trial = row;
-        auto stage = stage_of(g, ctx, trial, n);
-        if (!stage) continue;
-        bool cycle = false;
-        for (const RowOperand& r : stage->operands) cycle |= trial.children[r.index] == c;
-        if (cycle) continue;
-        const std::size_t added = trial.children.size() - row.children.size();
-        const std::size_t computed = stage->program ? stage->program->steps.size() : 0;
+        const NodeSpec& s = ctx.spec(g, n);
+        if (!g.alive(n) || !may_stage(s, row, rows)) continue;
+        std::optional<StageReads> reads = stage_reads(g, ctx, row, n);
+        if (!reads || std::any_of(reads->begin(), reads->end(), [&](const auto& r) { return r.first == c; })) continue;
+        std::size_t added = 0;  // the reads the draft does not have yet, each counted once
+        for (std::size_t i = 0; i < reads->size(); ++i) {
+            auto same = [&](ClassId k, const ShapeTracker& v) { return k == (*reads)[i].first && v == (*reads)[i].second; };
+            bool known = false;
+            for (std::size_t j = 0; j < row.children.size() && !known; ++j) known = same(row.children[j], row.views[j]);
+            for (std::size_t j = 0; j < i && !known; ++j) known = same((*reads)[j].first, (*reads)[j].second);
+            added += !known;
+        }
+        std::size_t computed = 0;
+        if (auto* region = s.payload_as<FusedElementwiseOp>()) computed = region->program->steps.size();
+        else if (auto* r = s.payload_as<cuda::ReduceOp>(); r && r->prologue) computed = r->prologue->steps.size();
         const std::tuple<std::size_t, std::size_t> score{added, kMaxFusedSteps - std::min(computed, kMaxFusedSteps)};
         if (best && score >= best_score) continue;
-        trial.absorb(t, std::move(*stage));
-        best = std::move(trial);
+        best = n;
+        best_reads = std::move(*reads);
         best_score = score;
     }
-    return best;
+    if (!best) return std::nullopt;
+    RowDraft out = row;
+    RowStage stage = stage_of(g, ctx, out, *best, best_reads);
+    out.absorb(t, std::move(stage));
+    return out;
 }
 
 // Absorbs every per-row input it can; false when none was. `broadcast` is row_broadcast(row.shape).

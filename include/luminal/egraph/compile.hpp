@@ -58,17 +58,28 @@ std::pair<Runtime, CompileReport> compile_with_report(const Graph& graph, Runtim
     auto start = Clock::now();
     const egraph::ExtractionGraph extraction(h.graph, h.ctx);
     report.times.shared_seconds = seconds_since(start);
-    egraph::SearchResult found = egraph::search(h, extraction, runtime, graph, options, verbosity);
+    // The options of each extraction: the main program's, then each specialization's.
+    std::vector<CompileOptions> extractions{options};
+    if constexpr (RunsSpecializations<Runtime>)
+        for (const Specialization& special : options.specializations) {
+            CompileOptions& at = extractions.emplace_back(options);
+            at.workloads = special.workloads;
+            for (Workload& w : at.workloads)
+                for (auto [c, v] : special.fixed.entries()) w.dims.set(c, v);
+        }
+    phase = Clock::now();
+    std::vector<std::vector<Workload>> workloads;
+    for (const CompileOptions& at : extractions) workloads.push_back(costing_workloads(at.workloads, graph.dyn_map()));
+    const std::vector<std::vector<double>> prices = extraction.prices(workloads, runtime.cost_model());
+    report.times.costing_seconds = seconds_since(phase);
+    egraph::SearchResult found = egraph::search(h, extraction, prices[0], runtime, graph, options, verbosity);
     found.program.carried = graph.carried();
     found.program.guards = graph.guards();
     report.times.extractions.push_back(std::move(found.times));
     if constexpr (RunsSpecializations<Runtime>)
-        for (const Specialization& special : options.specializations) {
-            CompileOptions at = options;
-            at.workloads = special.workloads;
-            for (Workload& w : at.workloads)
-                for (auto [c, v] : special.fixed.entries()) w.dims.set(c, v);
-            egraph::SearchResult specialized = egraph::search(h, extraction, runtime, graph, at, verbosity);
+        for (std::size_t i = 1; i < extractions.size(); ++i) {
+            const Specialization& special = options.specializations[i - 1];
+            egraph::SearchResult specialized = egraph::search(h, extraction, prices[i], runtime, graph, extractions[i], verbosity);
             specialized.program.carried = graph.carried();
             specialized.program.fixed_dims = special.fixed;
             found.program.specializations.push_back(std::move(specialized.program));

@@ -27,9 +27,11 @@ struct CostModel {
     double bytes_per_second = 1e10;   // memory bandwidth a kernel streams at
     double launch_seconds = 4e-7;     // fixed cost of running one more kernel
     double flops_per_second = 1.6e11; // arithmetic rate of a backend op's flops()
-    // A runtime's own pricing of a node (its launches, their parallelism);
-    // when unset, node_seconds' estimate from the three numbers above.
-    std::function<double(const NodeCostQuery&)> price = {};
+    // A runtime's own pricing of a node (its launches, their parallelism) at
+    // several dims at once, seconds[i] at dims[i] (the query's dims unused):
+    // what the node alone decides (its kernel) is derived once for all of
+    // them. When unset, node_seconds' estimate from the three numbers above.
+    std::function<void(const NodeCostQuery&, std::span<const DynMap> dims, std::span<double> seconds)> price = {};
 };
 
 // Sizes a compilation is priced and profiled at, and how often each runs.
@@ -66,7 +68,11 @@ inline std::vector<Workload> costing_workloads(const std::vector<Workload>& give
 // price, else its output and its inputs (of the given dtypes) streamed once,
 // one launch, and the arithmetic a backend op declares or an elementwise primitive does.
 inline double node_seconds(const NodeCostQuery& q, const CostModel& model) {
-    if (model.price) return model.price(q);
+    if (model.price) {
+        double seconds = 0;
+        model.price(q, std::span(&q.dims, 1), std::span(&seconds, 1));
+        return seconds;
+    }
     const NodeSpec& s = q.spec;
     if (s.kind == symbol_of(OpKind::Input) || s.kind == symbol_of(OpKind::Constant)) return 1 / model.bytes_per_second;
     auto elements = [&](const Shape& shape) {

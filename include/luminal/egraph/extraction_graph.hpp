@@ -3,7 +3,6 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -47,30 +46,46 @@ public:
     // Parent classes of each class: every class whose e-nodes read it.
     const std::vector<double>& parent_classes() const { return parent_classes_; }
 
-    // Each live node's seconds under `model`, summed over the workloads by
-    // weight; the seconds pricing each workload took go to `timings` if given.
-    // A price depends only on the node's spec and its inputs' facts, so it is
-    // found once per group of nodes that share them (a layer's nodes repeat in
-    // every layer).
-    std::vector<double> prices(const std::vector<Workload>& workloads, const CostModel& model,
-                               std::vector<double>* timings = nullptr) const {
-        std::vector<double> own(g_.total_nodes(), 0);
-        std::vector<double> price(priced_by_.size(), 0);
-        for (const Workload& w : workloads) {
-            const auto start = std::chrono::steady_clock::now();
-            for (std::size_t k = 0; k < priced_by_.size(); ++k) {
-                const ENodeId n = priced_by_[k];
-                const std::size_t first = child_start_[n], count = child_start_[n + 1] - first;
-                const NodeCostQuery query{ctx_.spec(g_, n), std::span(input_dtypes_).subspan(first, count),
-                                          std::span(input_shapes_).subspan(first, count),
-                                          std::span(input_bound_).subspan(first, count), w.dims};
-                price[k] = node_seconds(query, model);
-            }
-            for (ENodeId n = 0; n < g_.total_nodes(); ++n)
-                if (g_.alive(n)) own[n] += w.weight * price[price_group_[n]];
-            if (timings) timings->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    // Each live node's seconds under `model` for each set of workloads (the
+    // main program's, each specialization's), summed over the set's workloads
+    // by weight. A price depends only on the node's spec and its inputs'
+    // facts, so it is found once per group of nodes that share them (a layer's
+    // nodes repeat in every layer), at every workload of every set in one
+    // call: a runtime plans the node's kernel once for all of them.
+    std::vector<std::vector<double>> prices(const std::vector<std::vector<Workload>>& sets, const CostModel& model) const {
+        std::vector<DynMap> dims;
+        for (const std::vector<Workload>& set : sets)
+            for (const Workload& w : set) dims.push_back(w.dims);
+        static const DynMap no_dims;
+        const DynMap& first_dims = dims.empty() ? no_dims : dims[0];
+        std::vector<double> seconds(priced_by_.size() * dims.size(), 0);
+        for (std::size_t k = 0; k < priced_by_.size(); ++k) {
+            const ENodeId n = priced_by_[k];
+            const std::size_t first = child_start_[n], count = child_start_[n + 1] - first;
+            const std::span<double> at(seconds.data() + k * dims.size(), dims.size());
+            const NodeCostQuery query{ctx_.spec(g_, n), std::span(input_dtypes_).subspan(first, count),
+                                      std::span(input_shapes_).subspan(first, count), std::span(input_bound_).subspan(first, count),
+                                      first_dims};
+            if (model.price) model.price(query, dims, at);
+            else
+                for (std::size_t d = 0; d < dims.size(); ++d)
+                    at[d] = node_seconds(NodeCostQuery{query.spec, query.input_dtypes, query.input_shapes, query.input_bound, dims[d]},
+                                         model);
         }
+        std::vector<std::vector<double>> own(sets.size(), std::vector<double>(g_.total_nodes(), 0));
+        std::size_t d = 0;
+        for (std::size_t s = 0; s < sets.size(); ++s)
+            for (const Workload& w : sets[s]) {
+                for (ENodeId n = 0; n < g_.total_nodes(); ++n)
+                    if (g_.alive(n)) own[s][n] += w.weight * seconds[price_group_[n] * dims.size() + d];
+                ++d;
+            }
         return own;
+    }
+
+    // The same for one set of workloads.
+    std::vector<double> prices(const std::vector<Workload>& workloads, const CostModel& model) const {
+        return std::move(prices(std::vector<std::vector<Workload>>{workloads}, model)[0]);
     }
 
     ClassId class_of(ENodeId n) const { return node_class_[n]; }

@@ -7,8 +7,10 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -68,6 +70,9 @@ struct ClassFacts {
     DType dtype = DType::F32;
     Shape shape;
     std::optional<double> constant;
+    // The longest chain of e-nodes below the one that made the class: a value
+    // computed from another class's is made deeper than it.
+    std::uint32_t depth = 0;
 };
 
 // The context rules receive: the spec table, to read and create attributes,
@@ -78,10 +83,11 @@ public:
     const NodeSpec& spec(const EGraph& g, ENodeId node) const { return specs[g.node(node).attr]; }
     const ClassFacts& facts(const EGraph& g, ClassId c) const { return facts_[g.find(c)]; }
 
-    void note_class(ClassId c, const NodeSpec& spec) {
+    void note_class(ClassId c, const NodeSpec& spec, std::uint32_t depth) {
         if (c < facts_.size()) return;
         facts_.resize(c + 1);
         ClassFacts& f = facts_[c];
+        f.depth = depth;
         f.dtype = spec.dtype;
         f.shape = spec.shape;
         if (spec.kind == symbol_of(OpKind::Constant) && spec.shape.empty()) f.constant = spec.op.value;
@@ -96,6 +102,13 @@ public:
         last = std::move(reads);
         return false;
     }
+    // What the rule recorded at `node` last (empty: nothing); valid until its next read_before there.
+    std::span<const std::uint32_t> last_read(std::string_view rule, ENodeId node) const {
+        const auto r = last_reads_.find(rule);
+        if (r == last_reads_.end()) return {};
+        const auto n = r->second.find(node);
+        return n == r->second.end() ? std::span<const std::uint32_t>{} : std::span<const std::uint32_t>(n->second);
+    }
 
 private:
     std::vector<ClassFacts> facts_;  // by class id, as made
@@ -104,9 +117,11 @@ private:
 
 inline ClassId add_node(EGraph& g, HlirContext& ctx, NodeSpec spec, std::span<const ClassId> children) {
     const std::uint16_t kind = spec.kind;
+    std::uint32_t depth = 0;
+    for (ClassId child : children) depth = std::max(depth, ctx.facts(g, child).depth + 1);
     const AttrId attr = ctx.specs.intern(std::move(spec));
     const ClassId c = g.add(kind, attr, children);
-    ctx.note_class(c, ctx.specs[attr]);
+    ctx.note_class(c, ctx.specs[attr], depth);
     return c;
 }
 

@@ -141,12 +141,13 @@ struct SearchResult {
     ExtractionTimes times;
 };
 
-// The program for `options.workloads`: the cost model's choice, then (with
-// search_candidates > 1) the fastest profiled candidate. `extraction` is the
-// saturated e-graph h's, shared by every search on it.
+// The program for `options.workloads`: the cost model's choice from
+// `prices` (the e-nodes' at those workloads, ExtractionGraph::prices), then
+// (with search_candidates > 1) the fastest profiled candidate. `extraction` is
+// the saturated e-graph h's, shared by every search on it.
 template <typename Runtime>
-SearchResult search(const HlirEGraph& h, const ExtractionGraph& extraction, Runtime& rt, const Graph& graph,
-                    const CompileOptions& options, int verbosity) {
+SearchResult search(const HlirEGraph& h, const ExtractionGraph& extraction, const std::vector<double>& prices, Runtime& rt,
+                    const Graph& graph, const CompileOptions& options, int verbosity) {
     using Clock = std::chrono::steady_clock;
     auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     SearchResult result;
@@ -157,7 +158,6 @@ SearchResult search(const HlirEGraph& h, const ExtractionGraph& extraction, Runt
         return p;
     };
     const std::vector<Workload> workloads = costing_workloads(options.workloads, graph.dyn_map());
-    const std::vector<double> prices = extraction.prices(workloads, rt.cost_model(), &result.times.costing_seconds);
     auto start = Clock::now();
     CandidateGenerator candidates(h, extract_min_cost(h.graph, extraction, prices, h.roots), options.seed);
     result.times.choice_seconds = seconds_since(start);
