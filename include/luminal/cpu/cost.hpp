@@ -6,6 +6,8 @@
 // region that recomputes a transcendental for every element of a broadcast (a
 // rotary table read by every head) is priced at what that costs, and computing it
 // once at its own size wins where it should.
+#include <span>
+
 #include "luminal/egraph/cost_model.hpp"
 #include "luminal/lowering/fused_elementwise.hpp"
 
@@ -27,9 +29,12 @@ inline double elementwise_flops_of(const NodeCostQuery& q) {
 inline CostModel cost_model() {
     const CostModel gemm_rate{1e10, 4.096e-7, 1.6e11};
     CostModel model = gemm_rate;
-    model.price = [gemm_rate](const NodeCostQuery& q) {
-        return node_seconds(q, gemm_rate) +
-               elementwise_flops_of(q) * (1 / kElementwiseFlopsPerSecond - 1 / gemm_rate.flops_per_second);
+    model.price = [gemm_rate](const NodeCostQuery& q, std::span<const DynMap> dims, std::span<double> seconds) {
+        for (std::size_t d = 0; d < dims.size(); ++d) {
+            const NodeCostQuery at{q.spec, q.input_dtypes, q.input_shapes, q.input_bound, dims[d]};
+            seconds[d] = node_seconds(at, gemm_rate) +
+                         elementwise_flops_of(at) * (1 / kElementwiseFlopsPerSecond - 1 / gemm_rate.flops_per_second);
+        }
     };
     return model;
 }
