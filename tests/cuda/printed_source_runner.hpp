@@ -9,6 +9,7 @@
 // f16/bf16 rounded to nearest even. PrintedSourceExecutor plugs this into
 // cuda::BasicHostEmulator in place of the IR interpreter.
 #include <dlfcn.h>
+#include <doctest/doctest.h>
 
 #include <array>
 #include <cstdlib>
@@ -460,5 +461,26 @@ private:
 };
 
 using PrintedSourceEmulator = luminal::cuda::BasicHostEmulator<PrintedSourceExecutor>;
+
+// `printed` (g compiled for the printed-source emulator) and g's reference runtime, both given `inputs` and run
+// at g's dims, agree on `outputs` within `tolerance` (relative, absolute near zero).
+template <typename Printed>
+void expect_reference_outputs(luminal::Graph& g, Printed& printed,
+                                     const std::vector<std::pair<luminal::GraphTensor, luminal::HostBuffer>>& inputs,
+                                     const std::vector<luminal::GraphTensor>& outputs, double tolerance) {
+    auto reference = g.compile(luminal::ReferenceRuntime{});
+    for (const auto& [t, values] : inputs) {
+        const auto bytes = luminal::host_buffer_to_bytes(values);
+        printed.set_bytes(t, bytes);
+        reference.set_bytes(t, bytes);
+    }
+    printed.execute(g.dyn_map());
+    reference.execute(g.dyn_map());
+    for (const luminal::GraphTensor& o : outputs) {
+        const auto got = printed.get_f32(o), want = reference.get_f32(o);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(tolerance).scale(1.0));
+    }
+}
 
 }  // namespace luminal_test

@@ -59,19 +59,7 @@ void check_printed_against_reference(Graph& g, const std::vector<std::pair<Graph
     auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
     CHECK_MESSAGE(std::any_of(ops.begin(), ops.end(), [&](std::string_view op) { return count_op(printed, op) > 0; }),
                   report.program.to_string());
-    auto reference = g.compile(ReferenceRuntime{});
-    for (auto& [t, values] : inputs) {
-        const auto bytes = host_buffer_to_bytes(values);
-        printed.set_bytes(t, bytes);
-        reference.set_bytes(t, bytes);
-    }
-    printed.execute(g.dyn_map());
-    reference.execute(g.dyn_map());
-    for (const GraphTensor& o : outputs) {
-        const auto got = printed.get_f32(o), want = reference.get_f32(o);
-        REQUIRE(got.size() == want.size());
-        for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(tolerance).scale(1.0));
-    }
+    luminal_test::expect_reference_outputs(g, printed, inputs, outputs, tolerance);
 }
 
 HostBuffer buffer(DType dtype, const std::vector<float>& values) { return host_buffer_from_values(dtype, std::span<const float>(values)); }

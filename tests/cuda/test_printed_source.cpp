@@ -118,19 +118,7 @@ TEST_CASE("printed row kernels and reductions, every thread layout, equal the in
 TEST_CASE("graphs through the printed sources on the host equal the reference runtime") {
     auto compare = [](Graph& g, const std::vector<std::pair<GraphTensor, HostBuffer>>& inputs, const std::vector<GraphTensor>& outputs) {
         auto printed = g.compile(luminal_test::PrintedSourceEmulator{});
-        auto reference = g.compile(ReferenceRuntime{});
-        for (auto& [t, values] : inputs) {
-            const auto bytes = host_buffer_to_bytes(values);
-            printed.set_bytes(t, bytes);
-            reference.set_bytes(t, bytes);
-        }
-        printed.execute(g.dyn_map());
-        reference.execute(g.dyn_map());
-        for (const GraphTensor& o : outputs) {
-            const auto got = printed.get_f32(o), want = reference.get_f32(o);
-            REQUIRE(got.size() == want.size());
-            for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
-        }
+        luminal_test::expect_reference_outputs(g, printed, inputs, outputs, 1e-5);
     };
     SUBCASE("a bf16 GEMV (the 16-byte-load form), gathers and a scatter with repeated indexes") {
         Graph g;
