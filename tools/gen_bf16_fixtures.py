@@ -4,9 +4,10 @@
 For each model under tests/data/models/<name>/ (made by gen_model_fixtures.py)
 this writes bf16_reference.safetensors beside it:
   narrow_prefill_logits [T, V] f32  prefill logits with every weight rounded to
-                                    bf16 and every nn.Linear's input but a MoE
-                                    router's rounded to bf16 (a forward
-                                    pre-hook), computed in f32:
+                                    bf16 and the input of every product with a
+                                    weight matrix (F.linear: the dense layers'
+                                    and the experts', eager) but a MoE router's
+                                    rounded to bf16, computed in f32:
                                     exactly what nn::ModelOptions::narrow_activations
                                     asks of our model, so a tight tolerance holds
   hf_bf16_prefill_logits [T, V] f32 the same model run by transformers in bf16
@@ -30,28 +31,48 @@ MODELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "models"
 FAMILIES = ["llama", "qwen3", "qwen3_moe", "gemma3", "gemma4_moe"]
 
 
-def round_inputs(module: torch.nn.Module, args: tuple) -> tuple:
-    return (args[0].to(torch.bfloat16).float(),) + args[1:]
+def router_weights(model: torch.nn.Module) -> set[int]:
+    """The matrices a MoE router multiplies: rounding their input could change a token's experts."""
+    return {id(p) for name, m in model.named_modules()
+            if "router" in type(m).__name__.lower() or ".router." in f"{name}."
+            for p in m.parameters(recurse=False)}
+
+
+def narrow_logits(model: torch.nn.Module, prompt: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The logits with every F.linear input but a router's rounded to bf16, and the count of products rounded."""
+    exact, linear, rounded = router_weights(model), torch.nn.functional.linear, 0
+
+    def rounding_linear(x, weight, bias=None):
+        nonlocal rounded
+        matrix = weight if weight._base is None else weight._base  # an expert's matrix is a view of the stacked ones
+        if id(matrix) not in exact:
+            x = x.to(torch.bfloat16).to(x.dtype)
+            rounded += 1
+        return linear(x, weight, bias)
+
+    torch.nn.functional.linear = rounding_linear
+    try:
+        return model(prompt).logits[0].contiguous(), rounded
+    finally:
+        torch.nn.functional.linear = linear
 
 
 def main() -> None:
     for name in FAMILIES:
         folder = MODELS / name
         prompt = load_file(folder / "reference.safetensors")["prompt_ids"].unsqueeze(0)
-        model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+        # The experts' eager loop multiplies through F.linear, where the rounding is applied.
+        model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", experts_implementation="eager",
+                                                     dtype=torch.float32).eval()
         with torch.no_grad():
             for parameter in model.parameters():
                 parameter.copy_(parameter.to(torch.bfloat16).float())
-            hooks = [m.register_forward_pre_hook(round_inputs) for name_, m in model.named_modules()
-                     if isinstance(m, torch.nn.Linear) and ".router." not in name_]
-            narrow = model(prompt).logits[0].contiguous()
-            for hook in hooks:
-                hook.remove()
+            narrow, rounded = narrow_logits(model, prompt)
             hf_bf16 = model.to(torch.bfloat16)(prompt).logits[0].float().contiguous()
         error = (hf_bf16 - narrow).abs().max()
         save_file({"narrow_prefill_logits": narrow, "hf_bf16_prefill_logits": hf_bf16, "hf_bf16_error": error.reshape(())},
                   folder / "bf16_reference.safetensors")
-        print(f"{name}: {len(hooks)} products rounded, transformers' bf16 run within {float(error):.4f} of it")
+        print(f"{name}: {rounded} products rounded, transformers' bf16 run within {float(error):.4f} of it")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,27 @@ TEST_CASE("matmul, softmax and a gather on the device equal the reference") {
     CHECK_THROWS_WITH_AS(gpu.execute(g.dyn_map()), doctest::Contains("out of range"), Error);
 }
 
+TEST_CASE("a bf16 product and the residual added in cuBLASLt's epilogue on the device equal the reference") {
+    Graph g;
+    auto x = g.named_tensor("x", {'s', 256});
+    auto w = g.named_tensor("w", {192, 256}, DType::BF16);
+    auto residual = g.named_tensor("residual", {'s', 192});
+    g.set_dim('s', 300);
+    auto rows = x.cast(DType::BF16).cast(DType::F32);
+    auto y = (residual + ops::matmul(rows, ops::transpose(w.cast(DType::F32), 0, 1))).output();
+    CompileOptions options;
+    options.workloads = {{DynMap{{'s', 300}}, 1}};
+    auto [gpu, report] = compile_with_report(g, cuda::CudaRuntime{}, options);
+    CHECK(report.program.to_string().find("cuda.BlasMatmul plus addend") != std::string::npos);
+    auto ref = g.compile(ReferenceRuntime{});
+    const auto xv = ramp(300 * 256, 0.05f), wv = ramp(192 * 256, 0.02f), rv = ramp(300 * 192, 0.5f);
+    gpu.set_data(x, xv), gpu.set_data(w, wv), gpu.set_data(residual, rv);
+    ref.set_data(x, xv), ref.set_data(w, wv), ref.set_data(residual, rv);
+    gpu.execute(g.dyn_map());
+    ref.execute(g.dyn_map());
+    CHECK(luminal_test::max_abs_diff(gpu.get_f32(y), ref.get_f32(y)) < 1e-4);
+}
+
 TEST_CASE("decode-like steps of one size bucket replay one captured graph, each equal to the reference") {
     Graph g;
     auto cache = g.named_tensor("cache", {16, 64});

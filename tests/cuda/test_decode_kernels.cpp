@@ -299,7 +299,7 @@ TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): l
 }
 
 TEST_CASE("the prompt plan of Llama-3.1-8B (bf16, 512 tokens): every projection on cuBLASLt's tensor cores, no weight widened, "
-          "each layer's attention one flash kernel") {
+          "the residual adds in their epilogues, each layer's attention one flash kernel writing o_proj's rows") {
     const auto [prompt, report] = luminal_test::llama8b_decode_plan(2, false, 512, 0);
     CAPTURE(report.to_string());
     std::size_t products = 0;
@@ -318,6 +318,14 @@ TEST_CASE("the prompt plan of Llama-3.1-8B (bf16, 512 tokens): every projection 
     CHECK(products == 2 * 7);
     for (const luminal::cuda::PlanReportRow& row : report.rows)
         if (row.kernel == "cuBLASLt") CHECK(row.work.tensor_cores);
+    // Each residual add in the epilogue of the product before it (o_proj's, down's): not a launch of its own.
+    std::size_t residual_epilogues = 0;
+    for (const ProgramNode& node : prompt.nodes) {
+        const bool residual_add = node.spec.kind == symbol_of(OpKind::Add) && node.spec.shape.size() == 2 && node.spec.shape[1] == Expression(4096);
+        CHECK_FALSE(residual_add);
+        if (const auto* blas = node.spec.payload_as<cuda::BlasMatmulOp>(); blas && blas->adds_addend) ++residual_epilogues;
+    }
+    CHECK(residual_epilogues == 2 * 2);
     // Each layer's attention is one flash kernel over the bf16 cache as stored, its causal mask recognised for
     // pricing; no cache widened to f32, no score materialised.
     std::size_t flash = 0;
@@ -327,8 +335,62 @@ TEST_CASE("the prompt plan of Llama-3.1-8B (bf16, 512 tokens): every projection 
         CHECK_FALSE(widened_cache);
         if (const auto* op = node.spec.payload_as<cuda::FlashAttentionOp>()) {
             CHECK(op->mask.has_value());
+            // Writing o_proj's bf16 rows itself, so no launch rounds them.
+            CHECK(op->token_rows);
+            CHECK(op->out == DType::BF16);
             ++flash;
         }
     }
     CHECK(flash == 2);
+    // 12 per layer (RMSNorm; k, v, q; the cache writes and RoPE; attention; o_proj; RMSNorm; gate, up; SiLU(gate) * up;
+    // down) and 9 once (RoPE's tables, the embedding, its widening, the last row's norm in two, the head, the
+    // sampler, two outputs).
+    CHECK(report.rows.size() <= 2 * 12 + 9);
+}
+
+// The residual add the library's epilogue computes (beta = 1): found where the product's operands suit cuBLASLt at every
+// size, with the semantics of Matmul then Add (the host emulator runs the op's reference); where they need not (an
+// activation read transposed, its leading dimension the prompt's length), the add stays a launch of its own.
+TEST_CASE("a product plus a residual as one cuBLASLt call, the residual added in its epilogue, equals Matmul then Add") {
+    for (const bool transposed : {false, true}) {
+        CAPTURE(transposed);
+        Graph g;
+        // Narrow bf16 products, or f32 ones whose activations are read transposed.
+        auto x = transposed ? g.named_tensor("x", {512, 's'}) : g.named_tensor("x", {'s', 512});
+        auto w = g.named_tensor("w", {384, 512}, transposed ? DType::F32 : DType::BF16);
+        auto residual = g.named_tensor("residual", {'s', 384});
+        auto rows = transposed ? ops::transpose(x, 0, 1) : x.cast(DType::BF16).cast(DType::F32);
+        auto y = (residual + ops::matmul(rows, ops::transpose(transposed ? w : w.cast(DType::F32), 0, 1))).output();
+        CompileOptions options;
+        options.verbosity = 0;
+        options.workloads = {{DynMap{{'s', 1024}}, 1}};
+        auto [emulated, report] = compile_with_report(g, cuda::HostEmulator{}, options);
+        const std::string program = report.program.to_string();
+        CAPTURE(program);
+        CHECK(program.find("cuda.BlasMatmul") != std::string::npos);
+        CHECK((program.find("cuda.BlasMatmul plus addend") != std::string::npos) == !transposed);
+        std::mt19937_64 rng(5);
+        std::uniform_real_distribution<float> u(-1, 1);
+        auto values = [&](std::size_t n) {
+            std::vector<float> v(n);
+            for (float& e : v) e = u(rng);
+            return v;
+        };
+        g.set_dim('s', 37);
+        const std::vector<std::pair<GraphTensor, HostBuffer>> inputs = {
+            {x, host_buffer_from_values(DType::F32, std::span<const float>(values(37 * 512)))},
+            {w, host_buffer_from_values(w.dtype(), std::span<const float>(values(384 * 512)))},
+            {residual, host_buffer_from_values(DType::F32, std::span<const float>(values(37 * 384)))}};
+        auto reference = g.compile(ReferenceRuntime{});
+        for (const auto& [t, buffer] : inputs) {
+            emulated.set_bytes(t, host_buffer_to_bytes(buffer));
+            reference.set_bytes(t, host_buffer_to_bytes(buffer));
+        }
+        emulated.execute(g.dyn_map());
+        reference.execute(g.dyn_map());
+        // Both round the product to f32, then the sum: equal but for the order of the f32 sums.
+        const auto got = emulated.get_f32(y), want = reference.get_f32(y);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1.0));
+    }
 }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <luminal/cuda.hpp>
+#include <luminal/cuda/sass_facts.hpp>
 #include <luminal/luminal.hpp>
 #include <random>
 #include <string>
@@ -232,6 +233,58 @@ TEST_CASE("the expert GEMM (mma.sync, bf16 experts) through its printed source a
     const std::vector<Mixture> mixtures = {{5, 4, 136, 40, DType::BF16}, {4, 2, 264, 64, DType::BF16}};
     check_mixtures<luminal_test::PrintedSourceEmulator>(mixtures, {70, 150}, 128, kPrefillProducts);
     check_mixtures<luminal_test::CompilingEmulator>(mixtures, {1, 70, 150}, 128, kPrefillProducts);
+}
+
+// The expert GEMM's printed source on its own, over activations stored in bf16 (read as stored, one part) and in f32
+// (three bf16 parts each, off the bf16 grid so every part counts), against the products by loops in double.
+TEST_CASE("the expert GEMM's printed source over bf16 activations as stored and f32 ones in three parts") {
+    const std::int64_t rows = 150, experts = 4, outputs = 136, depth = 72;
+    std::mt19937_64 rng(11);
+    const std::vector<float> w = grid_values(static_cast<std::size_t>(experts * outputs * depth), rng);
+    const std::vector<std::int32_t> picks = draw_picks(rows, {0, 2, 3}, rng);
+    std::vector<std::size_t> products;
+    for (const DType activations : {DType::BF16, DType::F32}) {
+        CAPTURE(name_of(activations));
+        std::vector<float> x = grid_values(static_cast<std::size_t>(rows * depth), rng);
+        if (activations == DType::F32)
+            for (std::size_t i = 0; i < x.size(); ++i) x[i] += static_cast<float>(i % 7) * 0x1p-12f;
+        const HostBuffer xs = host_buffer_from_values(activations, std::span<const float>(x)),
+                         ws = host_buffer_from_values(DType::BF16, std::span<const float>(w)),
+                         ps = host_buffer_from_values(DType::I32, std::span<const std::int32_t>(picks));
+        const NodeSpec spec = NodeSpec::backend(cuda::ExpertGemmOp{cuda::gemm_parts(activations)},
+                                                {ShapeTracker({rows, depth}), ShapeTracker({experts, outputs, depth}), ShapeTracker({rows})},
+                                                {rows, outputs}, DType::F32);
+        const DType dtypes[] = {activations, DType::BF16, DType::I32};
+        const auto kernel = cuda::expert_gemm_kernel(spec, dtypes, 0);
+        CHECK(kernel->parts() == (activations == DType::BF16 ? 1 : 3));
+        HostBuffer out(DType::F32, static_cast<std::size_t>(rows * outputs));
+        const HostBuffer* inputs[] = {&xs, &ws, &ps};
+        luminal_test::PrintedSourceExecutor printed;
+        printed.prepare({kernel->source()});
+        printed.run(*kernel, cuda::KernelBuffers{inputs, out, DynMap{}});
+        double worst = 0;
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t o = 0; o < outputs; ++o) {
+                double want = 0;
+                for (std::int64_t i = 0; i < depth; ++i)
+                    want += xs.as_double(static_cast<std::size_t>(r * depth + i)) * w[static_cast<std::size_t>((picks[r] * outputs + o) * depth + i)];
+                worst = std::max(worst, std::abs(out.as_double(static_cast<std::size_t>(r * outputs + o)) - want) / (1 + std::abs(want)));
+            }
+        CHECK(worst <= 1e-5);
+#ifdef LUMINAL_HAS_CUDA_TOOLKIT
+        // The cost model prices a part's tensor-core products: the compiled code has one HMMA per part and tile.
+        {
+            REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
+            const auto cubin = cuda::Nvrtc::get().compile(kernel->source(), 90, std::string(kernel->entry()));
+            const auto facts = cuda::sass_facts(*cubin, std::string(kernel->entry()));
+            REQUIRE(facts.has_value());
+            products.push_back(static_cast<std::size_t>(facts->tensor_products));
+        }
+#endif
+    }
+#ifdef LUMINAL_HAS_CUDA_TOOLKIT
+    CHECK(products[1] == 3 * products[0]);
+#endif
 }
 
 TEST_CASE("the expert GEMM and the gated expert GEMV on the device equal the routed mixture by loops" * doctest::skip(!cuda::device_available())) {

@@ -84,10 +84,42 @@ struct FlashAttentionFromAttention {
         const NodeSpec attention = ctx.spec(g, m.node<"attention">());
         const cuda::FlashAttentionOp op{attention.payload_as<AttentionOp>()->scale,
                                         attention_detail::causal_bias(g, ctx, m.var<"bias">(), attention.views[1].dim(2))};
-        const ClassId stored = attention_detail::stored_operand(g, ctx, m.var<"q">());
+        const ClassId stored = stored_operand(g, ctx, m.var<"q">());
         const ClassId q = ctx.facts(g, stored).dtype == DType::BF16 ? stored : m.var<"q">();
         ClassId children[] = {q, m.var<"k">(), m.var<"v">(), m.var<"bias">()};
         g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(op, attention.views, attention.shape, DType::F32), children));
+    }
+};
+
+// A region that only rounds the prompt kernel's result, read with the heads of each position side by side
+// ([S, KV * G * D], the input of o_proj): the kernel writes those rows itself, in the region's dtype. The
+// region's launch and the f32 result's round trip through memory go.
+struct FlashAttentionWritesTokenRows {
+    static constexpr std::string_view name = "cuda.flash-attention-token-rows";
+    using pattern = As<"region", Pat<op_symbol<FusedElementwiseOp>,
+                                     As<"flash", Pat<op_symbol<cuda::FlashAttentionOp>, Var<"q">, Var<"k">, Var<"v">, Var<"bias">>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& region = ctx.spec(g, m.node<"region">());
+        const NodeSpec& flash = ctx.spec(g, m.node<"flash">());
+        if (flash.payload_as<cuda::FlashAttentionOp>()->token_rows || !is_float(region.dtype)) return false;
+        // Casts alone, through f32 only: one rounding of the f32 result.
+        const auto& steps = region.payload_as<FusedElementwiseOp>()->program->steps;
+        for (std::size_t i = 0; i < steps.size(); ++i)
+            if (steps[i].kind != OpKind::Cast || (i + 1 < steps.size() && steps[i].dtype != DType::F32)) return false;
+        const Shape& out = flash.shape;  // [KV, G, S, D]
+        const auto heads_by_tokens = ShapeTracker(out).reshape({out[0] * out[1], out[2], out[3]});
+        return heads_by_tokens && region.views[0] == heads_by_tokens->permute({1, 0, 2}) &&
+               region.shape == Shape{out[2], out[0] * out[1] * out[3]};
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec flash = ctx.spec(g, m.node<"flash">());  // a copy: add_spec may move the specs
+        const NodeSpec& region = ctx.spec(g, m.node<"region">());
+        cuda::FlashAttentionOp op = *flash.payload_as<cuda::FlashAttentionOp>();
+        op.token_rows = true;
+        op.out = region.dtype;
+        const auto kids = g.children(m.node<"flash">());
+        const std::vector<ClassId> children(kids.begin(), kids.end());
+        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(op, flash.views, region.shape, region.dtype), children));
     }
 };
 

@@ -3,7 +3,9 @@
 // (it launches library kernels, no generated source). Same semantics as
 // Matmul; it exists where each operand is a (batched) strided matrix cuBLASLt
 // can describe and both operands have one float dtype, which the CUDA rules
-// check with blas_layout().
+// check with blas_layout(). With an addend (a third input, f32, laid out as the
+// output) it is Matmul then Add: the library's epilogue adds it (beta = 1), so
+// a residual add is not a launch of its own.
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -78,13 +80,36 @@ inline bool blas_accepts(const BlasOperand& op) {
     return op.ld >= contiguous && op.batch <= std::numeric_limits<std::int32_t>::max() && op.batch_stride >= 0;
 }
 
+// Whether cuBLASLt accepts the operand at every size: a matrix of constant
+// strides, its leading dimension at least its contiguous extent, one batch. An
+// op with an addend needs it, having no generated kernel to fall back on.
+inline bool blas_accepts_always(const ShapeTracker& v) {
+    if (!blas_layout(v)) return false;
+    const auto& axes = v.axes();
+    const std::size_t r = v.rank();
+    for (std::size_t i = 0; i + 2 < r; ++i)
+        if (!(axes[i].size == Expression(1))) return false;
+    const bool row_major = axes[r - 1].stride == Expression(1);
+    const auto ld = axes[row_major ? r - 2 : r - 1].stride.as_constant();
+    const auto contiguous = axes[row_major ? r - 1 : r - 2].size.as_constant();
+    return ld && contiguous && *ld >= *contiguous;
+}
+
 struct BlasMatmulOp {
     static constexpr std::string_view name = "cuda.BlasMatmul";
+    bool adds_addend = false;  // out = a . b^T + c, c the third input
     bool operator==(const BlasMatmulOp&) const = default;
-    std::size_t hash() const { return 0xB1A5; }
-    Shape shape(std::span<const ShapeTracker> inputs) const { return MatmulOp{}.shape(inputs); }
-    double flops(const OpCostQuery& q) const { return MatmulOp{}.flops(q); }
-    void reference(const ReferenceCall& call) const { MatmulOp{}.reference(call); }
+    std::size_t hash() const { return adds_addend ? 0xB1A5ADD : 0xB1A5; }
+    std::string attributes() const { return adds_addend ? "plus addend" : ""; }
+    Shape shape(std::span<const ShapeTracker> inputs) const { return MatmulOp{}.shape(inputs.first(2)); }
+    double flops(const OpCostQuery& q) const { return MatmulOp{}.flops(q) + (adds_addend ? q.elements(q.shape) : 0.0); }
+    // The product rounded to f32, then the addend added and rounded again, as Matmul then Add.
+    void reference(const ReferenceCall& call) const {
+        MatmulOp{}.reference(ReferenceCall{call.inputs.first(2), call.out, call.dims, call.node});
+        if (!adds_addend) return;
+        for (std::size_t i = 0; i < call.out.size(); ++i)
+            call.out.store_double(i, call.out.as_double(i) + call.inputs[2].f(static_cast<std::int64_t>(i)));
+    }
 };
 
 }  // namespace luminal::cuda

@@ -1,7 +1,8 @@
 #pragma once
 // cuBLASLt, loaded at run time like the driver: the batched GEMM behind
 // cuda.BlasMatmul, f32 accumulation (CUBLAS_COMPUTE_32F, no TF32), f32 output,
-// f32/bf16/f16 operands. The row-major product out = a . b^T is computed as
+// f32/bf16/f16 operands, an f32 addend laid out as the output added in the
+// epilogue. The row-major product out = a . b^T is computed as
 // the column-major out^T = b . a^T, so no operand is copied or transposed.
 #include <cstdint>
 #include <memory>
@@ -22,9 +23,10 @@ public:
         return blas;
     }
 
-    // out[b] (m x n, row-major, f32) = a[b] (m x k) . b[b]^T (n x k), for every batch.
+    // out[b] (m x n, row-major, f32) = a[b] (m x k) . b[b]^T (n x k) (+ addend[b], laid out as out, where
+    // `addend` is not 0), for every batch.
     void matmul(CuStream stream, DType operands, const BlasOperand& a, CuDevicePtr a_ptr, const BlasOperand& b,
-                CuDevicePtr b_ptr, CuDevicePtr out, std::int64_t batch) {
+                CuDevicePtr b_ptr, CuDevicePtr addend, CuDevicePtr out, std::int64_t batch) {
         const std::int64_t m = a.rows, n = b.rows, k = a.k;
         const int type = data_type(operands);
         Desc desc(*this);
@@ -42,11 +44,11 @@ public:
         check_status(heuristic_(handle_, desc.handle, la.handle, lb.handle, ld.handle, ld.handle, pref.handle, 1, &result, &found),
                      "cublasLtMatmulAlgoGetHeuristic");
         check(found > 0, "cuBLASLt", "no algorithm for a {}x{}x{} product of {} (batch {})", m, n, k, name_of(operands), batch);
-        const float alpha = 1, beta = 0;
+        const float alpha = 1, beta = addend ? 1 : 0;
         const std::size_t element = size_of(operands);
         check_status(matmul_(handle_, desc.handle, &alpha, reinterpret_cast<const void*>(b_ptr + b.base * element), la.handle,
                              reinterpret_cast<const void*>(a_ptr + a.base * element), lb.handle, &beta,
-                             reinterpret_cast<const void*>(out), ld.handle, reinterpret_cast<void*>(out), ld.handle, &result.algo,
+                             reinterpret_cast<const void*>(addend ? addend : out), ld.handle, reinterpret_cast<void*>(out), ld.handle, &result.algo,
                              reinterpret_cast<void*>(workspace_), kWorkspaceBytes, stream),
                      "cublasLtMatmul");
     }

@@ -152,10 +152,38 @@ struct NarrowMatmulThroughBlas {
     }
 };
 
+// Add(BlasMatmul(a, b), c) with c an f32 array laid out as the product (a
+// residual stream): cuBLASLt adds c in its epilogue (beta = 1), so the sum is
+// one library call and the product is never written apart. Both operands must
+// suit the library at every size: such an op has no generated fallback. Not
+// for a single row: that is a GEMV's, which adds the residual in its own epilogue.
+struct BlasMatmulAddsAddend {
+    static constexpr std::string_view name = "cuda.blas-adds-addend";
+    using pattern = As<"add", Pat<sym(OpKind::Add), Var<"c">, As<"gemm", Pat<op_symbol<cuda::BlasMatmulOp>, Var<"a">, Var<"b">>>>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& add = ctx.spec(g, m.node<"add">());
+        const NodeSpec& gemm = ctx.spec(g, m.node<"gemm">());
+        const bool one_row = gemm.shape.size() >= 2 && gemm.shape[gemm.shape.size() - 2] == Expression(1);
+        return !gemm.payload_as<cuda::BlasMatmulOp>()->adds_addend && !one_row && add.dtype == DType::F32 && gemm.dtype == DType::F32 &&
+               ctx.facts(g, m.var<"c">()).dtype == DType::F32 && reads_whole(add, 0) && reads_whole(add, 1) &&
+               cuda::blas_accepts_always(gemm.views[0]) && cuda::blas_accepts_always(gemm.views[1]);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec gemm = ctx.spec(g, m.node<"gemm">());  // a copy: add_spec may move the specs
+        const NodeSpec& add = ctx.spec(g, m.node<"add">());
+        std::vector<ShapeTracker> views = gemm.views;
+        views.push_back(add.views[0]);
+        ClassId children[] = {m.var<"a">(), m.var<"b">(), m.var<"c">()};
+        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(cuda::BlasMatmulOp{true}, std::move(views), gemm.shape, gemm.dtype),
+                                    children));
+    }
+};
+
 // ExpertMatmul of bf16 experts (rows of whole 16-byte vectors) also as the
 // expert GEMM on tensor cores: where
 // many rows choose each expert (a prefill) it reads each expert once per 64 of
 // them; the cost model weighs it against the expert GEMV at each workload.
+// Activations the model rounded to bf16 are read as stored, one part each.
 struct ExpertMatmulThroughGemm {
     static constexpr std::string_view name = "cuda.expert-gemm";
     using pattern = As<"product", Pat<op_symbol<ExpertMatmulOp>, Var<"x">, Var<"w">, Var<"experts">>>;
@@ -167,17 +195,22 @@ struct ExpertMatmulThroughGemm {
     }
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         const NodeSpec product = ctx.spec(g, m.node<"product">());
-        ClassId children[] = {m.var<"x">(), m.var<"w">(), m.var<"experts">()};
-        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(cuda::ExpertGemmOp{}, product.views, product.shape, DType::F32), children));
+        const ClassId stored = stored_operand(g, ctx, m.var<"x">());
+        const ClassId x = ctx.facts(g, stored).dtype == DType::BF16 ? stored : m.var<"x">();
+        const cuda::ExpertGemmOp op{cuda::gemm_parts(ctx.facts(g, x).dtype)};
+        ClassId children[] = {x, m.var<"w">(), m.var<"experts">()};
+        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(op, product.views, product.shape, DType::F32), children));
     }
 };
 
 using CudaRules = concat_t<CoreRules, LoweringRules, ExpertRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
-                                   RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas, NarrowMatmulThroughBlas>,
+                                   RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas, NarrowMatmulThroughBlas,
+                                   BlasMatmulAddsAddend>,
                            GemvRules, QuantRules, RegionRules,
-                           RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax<CudaAttentionReads>, FlashAttentionFromAttention, ArgsortFromRanks<cuda::CudaSortableRows>,
+                           RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax<CudaAttentionReads>, FlashAttentionFromAttention, FlashAttentionWritesTokenRows,
+                                   ArgsortFromRanks<cuda::CudaSortableRows>,
                                    ExpertMatmulThroughGemm, ExpertGateUpFromRegion>>;
 
 }  // namespace luminal::egraph

@@ -496,7 +496,7 @@ private:
                 out.b = blas_operand(node.spec.views[1], dims);
                 out.operands = v.nodes[node.sources[0]].spec.dtype;
                 out.src = ins[0];
-                out.args = {ins[1]};
+                out.args.assign(ins.begin() + 1, ins.end());
                 out.dst = data_of(v, l.node);
                 return out;
             case PlannedLaunch::Kind::Group:
@@ -568,7 +568,7 @@ private:
                 if (l.bytes && l.dst != l.src) check_call(api().memcpy_dtod_async(l.dst, l.src, l.bytes, stream_), "cuMemcpyDtoDAsync");
                 return;
             case Launch::Kind::Blas:
-                BlasLt::get().matmul(stream_, l.operands, l.a, l.src, l.b, l.args.at(0), l.dst, l.a.batch);
+                BlasLt::get().matmul(stream_, l.operands, l.a, l.src, l.b, l.args.at(0), l.args.size() > 1 ? l.args[1] : 0, l.dst, l.a.batch);
                 return;
         }
     }

@@ -13,7 +13,9 @@
 // lo = a - hi - mid (exact: each part takes 8 of the 24 significand bits), and
 // each part is multiplied in: the products are exact, so the op computes
 // ExpertMatmul to within f32 accumulation, not bf16 rounding, for a third of
-// the tensor cores' rate. The source is expert_gemm_source.hpp.
+// the tensor cores' rate. Activations the model rounded to bf16
+// (narrow_activations) are read as stored, one part, at the full rate. The
+// source is expert_gemm_source.hpp.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -30,17 +32,27 @@ inline constexpr int kGemmRows = 64;      // rows of a tile: 4 m16 tiles
 inline constexpr int kGemmColumns = 128;  // output columns a block takes: 16 per warp, two n8 tiles
 inline constexpr int kGemmDepth = 32;     // K values a slice stages: two k16 steps
 inline constexpr int kGemmStride = 40;    // bf16 values a staged row takes (padded against bank conflicts)
-inline constexpr int kGemmParts = 3;      // bf16 parts of an activation
-inline constexpr std::size_t kGemmStageBytes = (kGemmParts * kGemmRows + kGemmColumns) * kGemmStride * sizeof(std::uint16_t);
+inline constexpr int kGemmParts = 3;      // bf16 parts of an f32 activation
+// 16-byte weight vectors a thread of a 256-thread block stages per slice, loaded together.
+inline constexpr int kGemmWeightVectors = kGemmColumns * kGemmDepth / 8 / kThreadsPerBlock;
+
+// bf16 parts an activation of `dtype` is multiplied in as: a bf16 one as stored, an f32 one exactly.
+inline constexpr int gemm_parts(DType dtype) { return dtype == DType::BF16 ? 1 : kGemmParts; }
+// Shared memory a slice stages: each part of the tile's activations, then the block's weight rows.
+inline constexpr std::size_t gemm_stage_bytes(int parts) {
+    return (static_cast<std::size_t>(parts) * kGemmRows + kGemmColumns) * kGemmStride * sizeof(std::uint16_t);
+}
 
 struct ExpertGemmOp {
     static constexpr std::string_view name = "cuda.ExpertGemm";
+    int parts = kGemmParts;  // of each activation, as gemm_parts() of its dtype
     bool operator==(const ExpertGemmOp&) const = default;
-    std::size_t hash() const { return 0x45474d4du; }
+    std::size_t hash() const { return 0x45474d4du + static_cast<std::size_t>(parts); }
+    std::string attributes() const { return parts == 1 ? "bf16 activations" : ""; }
     Shape shape(std::span<const ShapeTracker> inputs) const { return {inputs[2].dim(0), inputs[1].dim(1)}; }
     DType dtype(std::span<const DType>) const { return DType::F32; }
     double flops(const OpCostQuery& q) const {
-        return 2 * kGemmParts * q.elements(q.shape) * static_cast<double>(std::max<std::int64_t>(q.inputs[1].dim(2).eval(q.dims), 0));
+        return 2 * parts * q.elements(q.shape) * static_cast<double>(std::max<std::int64_t>(q.inputs[1].dim(2).eval(q.dims), 0));
     }
     // ExpertMatmul's: the kernel differs from it by f32 rounding only.
     void reference(const ReferenceCall& call) const { ExpertMatmulOp{}.reference(call); }
@@ -54,6 +66,7 @@ struct ExpertGemmKernel final : CustomKernel {
 
     std::string source() const override;  // expert_gemm_source.hpp
     std::string_view entry() const override { return "luminal_expert_gemm"; }
+    int parts() const { return gemm_parts(inputs[0]); }
 
     static std::int64_t columns(std::int64_t n) { return (n + kGemmColumns - 1) / kGemmColumns; }
     std::int64_t live_blocks(const DynMap& dims) const {
@@ -63,7 +76,7 @@ struct ExpertGemmKernel final : CustomKernel {
         KernelGeometry g;
         g.grid = static_cast<unsigned>(std::max<std::int64_t>(live_blocks(dims), 0));
         g.block = kThreadsPerBlock;
-        g.shared_bytes = kGemmStageBytes + expert_grouping_shared_bytes(experts.eval(dims));
+        g.shared_bytes = gemm_stage_bytes(parts()) + expert_grouping_shared_bytes(experts.eval(dims));
         return g;
     }
     LaunchWork work(const DynMap& dims, std::span<const SourceInfo> sources, const KernelGeometry& g,
@@ -79,11 +92,11 @@ struct ExpertGemmKernel final : CustomKernel {
         add_expert_reads(w, sources, 1, slots * n * k, tiles, r, k, static_cast<double>(columns(static_cast<std::int64_t>(n))),
                          static_cast<double>(w.grid), device);
         add_write(w, r * n * sizeof(float), device);
-        w.dram_in_flight = 16.0 * 2;  // two weight vectors per thread per slice
+        w.dram_in_flight = 16.0 * kGemmWeightVectors;
         w.l2_in_flight = 16;
         // A tile's m16 tiles that hold rows are multiplied, once per part of the activations.
         const double rows_multiplied = slots > 0 ? std::min(std::ceil(r / slots / 16) * 16, tiles * kGemmRows) : 0;
-        w.mma_flops = 2 * kGemmParts * slots * rows_multiplied * n * k;
+        w.mma_flops = 2 * parts() * slots * rows_multiplied * n * k;
         return w;
     }
     // The parts add up to each activation exactly: each output the dot product of the f32 activations and the weights, in double.
@@ -109,7 +122,8 @@ inline std::shared_ptr<const ExpertGemmKernel> expert_gemm_kernel(const NodeSpec
     constexpr const char* name = "cuda ExpertGemm";
     check(dtypes.size() == 3 && spec.views.size() == 3, name, "node {}: needs x, the weights and the experts", node);
     const ShapeTracker &w = spec.views[1], &picks = spec.views[2];
-    check(is_float(dtypes[0]), name, "node {}: activations must be floats, got {}", node, name_of(dtypes[0]));
+    check(dtypes[0] == DType::F32 || dtypes[0] == DType::BF16, name, "node {}: activations must be f32 or bf16, got {}", node,
+          name_of(dtypes[0]));
     check(dtypes[1] == DType::BF16 && expert_gemv_detail::streams_rows(w, dtypes[1]), name,
           "node {}: the weights must be bf16 [experts, out, in] whose rows are 16-byte vectors, got {}", node, name_of(dtypes[1]));
     check(!is_float(dtypes[2]) && !picks.is_padded_or_masked(), name, "node {}: experts must be unpadded integers, got {}", node,

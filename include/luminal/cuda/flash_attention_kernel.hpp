@@ -20,6 +20,11 @@
 // one. A weight in [0, 1] takes two, hi and mid: within 2^-18 of itself, below
 // the rounding of the f32 sums it enters. The source is
 // flash_attention_source.hpp.
+//
+// It writes Attention's [KV, G, S, D] in f32, or, where the model next lays
+// the heads side by side per position and rounds them (the input of o_proj),
+// those rows directly: [S, KV * G * D] in that dtype, the f32 result rounded
+// once more, as the cast it replaces did.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -39,23 +44,48 @@ inline constexpr int kFlashWeightParts = 2;  // bf16 parts of a weight: within 2
 inline constexpr int kFlashThreads = 128; // a warp per m16 tile
 inline constexpr int kFlashPad = 8;       // bf16 values after each staged row (conflict-free fragment loads)
 
+// Attention's result (in f32) of the inputs `call` reads; where `token_rows`, laid out as
+// [S, KV * G * D] and rounded again to the output's dtype.
+inline void flash_attention_reference(const ReferenceCall& call, double scale, bool token_rows) {
+    if (!token_rows) return AttentionOp{scale}.reference(call);
+    const ReferenceInput& q = call.inputs[0];
+    const std::int64_t heads = q.dim(0) * q.dim(1), tokens = q.dim(2), depth = q.dim(3);
+    HostBuffer attended(DType::F32, call.out.size());
+    AttentionOp{scale}.reference(ReferenceCall{call.inputs, attended, call.dims, call.node});
+    for (std::int64_t h = 0; h < heads; ++h)
+        for (std::int64_t t = 0; t < tokens; ++t)
+            for (std::int64_t e = 0; e < depth; ++e)
+                call.out.store_double(static_cast<std::size_t>((t * heads + h) * depth + e),
+                                      attended.as_double(static_cast<std::size_t>((h * tokens + t) * depth + e)));
+}
+
 struct FlashAttentionOp {
     static constexpr std::string_view name = "cuda.FlashAttention";
     double scale = 1;
     std::optional<CausalMask> mask;  // the bias as recognised, for pricing only
+    bool token_rows = false;         // writes [S, KV * G * D] in `out`, else [KV, G, S, D] in f32
+    DType out = DType::F32;
 
     bool operator==(const FlashAttentionOp&) const = default;
-    std::size_t hash() const { return std::hash<double>{}(scale) * 31 + (mask ? mask->hash() : 0) + 0xF1A5u; }
-    std::string attributes() const {
-        if (!mask) return fmt::format("scale={:.6g}", scale);
-        return fmt::format("scale={:.6g} causal from {}{}", scale, mask->offset.to_string(),
-                           mask->window ? fmt::format(" window {}", *mask->window) : "");
+    std::size_t hash() const {
+        return std::hash<double>{}(scale) * 31 + (mask ? mask->hash() : 0) + 0xF1A5u + (token_rows ? 0x70C0u + static_cast<std::size_t>(out) : 0);
     }
-    Shape shape(std::span<const ShapeTracker> inputs) const { return AttentionOp{scale}.shape(inputs); }
-    DType dtype(std::span<const DType>) const { return DType::F32; }
+    std::string attributes() const {
+        std::string text = fmt::format("scale={:.6g}", scale);
+        if (mask)
+            text += fmt::format(" causal from {}{}", mask->offset.to_string(), mask->window ? fmt::format(" window {}", *mask->window) : "");
+        if (token_rows) text += fmt::format(" token rows {}", name_of(out));
+        return text;
+    }
+    Shape shape(std::span<const ShapeTracker> inputs) const {
+        if (!token_rows) return AttentionOp{scale}.shape(inputs);
+        const ShapeTracker& q = inputs[0];
+        return {q.dim(2), q.dim(0) * q.dim(1) * q.dim(3)};
+    }
+    DType dtype(std::span<const DType>) const { return out; }
     double flops(const OpCostQuery& q) const { return (kFlashQueryParts + kFlashWeightParts) / 2.0 * AttentionOp{scale}.flops(q); }
     // Attention's: the kernel differs from it by f32 rounding only.
-    void reference(const ReferenceCall& call) const { AttentionOp{scale}.reference(call); }
+    void reference(const ReferenceCall& call) const { flash_attention_reference(call, scale, token_rows); }
 };
 
 struct FlashAttentionKernel final : CustomKernel {
@@ -65,6 +95,8 @@ struct FlashAttentionKernel final : CustomKernel {
     std::int64_t depth = 0;                 // D = DV, a multiple of 16
     double scale = 1;
     std::optional<CausalMask> mask;
+    bool token_rows = false;
+    DType out = DType::F32;
     std::uint32_t node = 0;
 
     std::string source() const override;  // flash_attention_source.hpp
@@ -124,7 +156,7 @@ struct FlashAttentionKernel final : CustomKernel {
         const double bias_reads = h * blocks * tiles * kFlashRows * kFlashKeys;
         add_read(w, sources[3], std::min(bias_reads, sources[3].elements), device);
         w.l2_rereads += std::max(0.0, bias_reads - sources[3].elements) * static_cast<double>(size_of(sources[3].dtype));
-        add_write(w, h * gs * d * sizeof(float), device);
+        add_write(w, h * gs * d * static_cast<double>(size_of(out)), device);
         w.mma_flops = static_cast<double>(query_parts() + kFlashWeightParts) * h * live * kFlashRows * kFlashKeys * 2 * d;
         w.flops = h * live * kFlashRows * kFlashKeys * 8;
         w.dram_in_flight = 16;
@@ -137,7 +169,7 @@ struct FlashAttentionKernel final : CustomKernel {
     void interpret(const KernelBuffers& b) const override {
         const ReferenceInput in[] = {{*b.inputs[0], q_view, b.dims, node}, {*b.inputs[1], k_view, b.dims, node},
                                      {*b.inputs[2], v_view, b.dims, node}, {*b.inputs[3], bias_view, b.dims, node}};
-        AttentionOp{scale}.reference(ReferenceCall{in, b.out, b.dims, node});
+        flash_attention_reference(ReferenceCall{in, b.out, b.dims, node}, scale, token_rows);
     }
 };
 
@@ -162,6 +194,8 @@ inline std::shared_ptr<const FlashAttentionKernel> flash_attention_kernel(const 
           spec.views[0].dim(3).to_string());
     k->scale = op.scale;
     k->mask = op.mask;
+    k->token_rows = op.token_rows;
+    k->out = op.out;
     k->node = node;
     return k;
 }

@@ -36,7 +36,7 @@ inline std::string FlashAttentionKernel::source() const {
     const double log2e = 1.4426950408889634;
 
     std::string code = std::string(kKernelPrelude) + std::string(kGemvPrelude) + std::string(kAttentionPrelude);
-    const std::string declared = signature(entry(), DType::F32, inputs);
+    const std::string declared = signature(entry(), out, inputs);
     code += block_bound_declaration(declared, 1) + declared + " {\n";
     code += dim_declarations({&once}) + sizes;
     // 32-bit positions: rows and keys are far below 2^31; only buffer offsets are 64-bit. The latest rows (the
@@ -154,9 +154,12 @@ inline std::string FlashAttentionKernel::source() const {
                         "  #pragma unroll\n  for (int nt = 0; nt < {0}; ++nt)\n  #pragma unroll\n  for (int i = 0; i < 4; ++i) {{\n"
                         "    if (!(i < 2 ? valid_a : valid_b)) continue;\n"
                         "    const int pos = i < 2 ? pos_a : pos_b, gi = i < 2 ? gi_a : gi_b;\n"
-                        "    out[(((i64)head * group + gi) * tokens + pos) * {1} + nt * 8 + 2 * q + (i & 1)] = o[nt][i] / (i < 2 ? l_a : l_b);\n"
+                        "    out[{2} * {1} + nt * 8 + 2 * q + (i & 1)] = {3};\n"
                         "  }}\n  }}\n}}\n",
-                        d / 8, d);
+                        d / 8, d,
+                        token_rows ? fmt::format("(((i64)pos * ({}) + head) * group + gi)", h)
+                                   : std::string("(((i64)head * group + gi) * tokens + pos)"),
+                        narrow(out, "o[nt][i] / (i < 2 ? l_a : l_b)"));
     return code;
 }
 

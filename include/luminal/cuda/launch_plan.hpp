@@ -86,6 +86,9 @@ inline void append_node_launches(std::vector<PlannedLaunch>& out, const PlannedN
             l.node = id;
             out.push_back(l);
         } else {
+            const auto* blas = spec.payload_as<BlasMatmulOp>();
+            check(!blas || !blas->adds_addend, "cuda plan", "node {}: cuBLASLt cannot describe the operands of a product with an addend",
+                  id);
             out.push_back(kernel_launch(id, Entry::Main, blas_fallback_kernel(spec, dtypes, id), dims, multiprocessors));
         }
         return;

@@ -25,7 +25,7 @@ inline LaunchWork launch_work(const PlannedLaunch& l, const PlannedNode& p, cons
             return w;
         case PlannedLaunch::Kind::Blas: {
             w.kind = LaunchWork::Kind::Library;
-            for (std::size_t i = 0; i < 2; ++i) add_read(w, sources[i], work_detail::view_elements(spec.views[i], dims), device);
+            for (std::size_t i = 0; i < sources.size(); ++i) add_read(w, sources[i], work_detail::view_elements(spec.views[i], dims), device);
             add_write(w, out_bytes, device);
             w.flops = spec.op.payload->flops(OpCostQuery{spec.views, spec.shape, spec.dtype, dims});
             w.tensor_cores = sources[0].dtype == DType::BF16 || sources[0].dtype == DType::F16;

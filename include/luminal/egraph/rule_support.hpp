@@ -114,4 +114,26 @@ inline NodeSpec scalar_constant(double value, DType dtype) {
     return s;
 }
 
+// Where a product's operand of class c is read from: c itself, or for a 16-bit
+// buffer widened by a Cast of its first rows, that buffer (whose rows are laid
+// out as the Cast's output, so the Matmul's view reads it unchanged).
+inline ClassId stored_operand(const EGraph& g, const HlirContext& ctx, ClassId c) {
+    for (ENodeId n : g.class_nodes(g.find(c))) {
+        if (!g.alive(n) || ctx.spec(g, n).kind != sym(OpKind::Cast)) continue;
+        const NodeSpec& cast = ctx.spec(g, n);
+        const ClassId source = g.find(g.children(n)[0]);
+        const DType stored = ctx.facts(g, source).dtype;
+        if (stored != DType::BF16 && stored != DType::F16) continue;
+        const ShapeTracker& v = cast.views[0];
+        const ShapeTracker whole(ctx.facts(g, source).shape);
+        if (v.is_padded_or_masked() || v.rank() != whole.rank() || v.rank() == 0 || !(v.base() == Expression(0))) continue;
+        bool rows = true;
+        for (std::size_t a = 0; a < v.rank(); ++a)
+            rows = rows && v.axes()[a].stride == whole.axes()[a].stride && v.axes()[a].offset == Expression(0) &&
+                   (a == 0 || v.axes()[a].size == whole.axes()[a].size);
+        if (rows) return source;
+    }
+    return g.find(c);
+}
+
 }  // namespace luminal::egraph

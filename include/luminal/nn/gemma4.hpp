@@ -41,7 +41,7 @@ struct Gemma4Moe {
                 m.parameters.add(cx, prefix + ".router.per_expert_scale", {count}),
                 Experts{gate_up.slice_along(1, 0, inner), gate_up.slice_along(1, inner, 2 * inner),
                         m.parameters.add(cx, prefix + ".experts.down_proj", {count, hidden, inner}, dtype),
-                        activation_named(m.config.hidden_act)},
+                        activation_named(m.config.hidden_act), m.options.narrow_activations},
                 moe.top_k, m.config.rms_norm_eps};
     }
 

@@ -30,16 +30,28 @@ struct Experts {
     GraphTensor up;    // [E, I, H]
     GraphTensor down;  // [E, H, I]
     Activation activation = Activation::Silu;
+    // ModelOptions::narrow_activations: with 16-bit experts, each product's
+    // input is rounded to their dtype first, as a dense Linear's is.
+    bool narrow_activations = false;
 
     // x: [n, H] -> [n, H], each row the routed mixture of its k experts.
     GraphTensor operator()(const GraphTensor& x, const Routing& routing) const {
         const Expression n = x.view().dim(0), k = routing.experts.view().dim(1), hidden = x.view().dim(1);
         GraphTensor picked = routing.experts.reshape({n * k});
         auto pick = [&](const GraphTensor& w) { return Linear::as_f32(w.index_select(0, picked)); };
-        GraphTensor rows = x.unsqueeze(1).expand_dim(1, k).reshape({n * k, hidden}).unsqueeze(-1);  // [nk, H, 1]
+        // Rounded before the rows are repeated per expert, so the copy the repeat needs is of 16-bit values.
+        GraphTensor rows = narrowed(x, gate).unsqueeze(1).expand_dim(1, k).reshape({n * k, hidden});
+        rows = Linear::as_f32(rows).unsqueeze(-1);  // [nk, H, 1]
         GraphTensor hidden_states = activate(pick(gate).matmul(rows), activation) * pick(up).matmul(rows);
+        hidden_states = Linear::as_f32(narrowed(hidden_states, down));
         GraphTensor out = pick(down).matmul(hidden_states).reshape({n, k, hidden});  // [n, k, H]
         return (out * routing.weights.unsqueeze(-1)).sum(1);
+    }
+
+private:
+    GraphTensor narrowed(const GraphTensor& x, const GraphTensor& w) const {
+        const bool narrow = narrow_activations && (w.dtype() == DType::BF16 || w.dtype() == DType::F16);
+        return narrow ? x.cast(w.dtype()) : x;
     }
 };
 

@@ -30,7 +30,8 @@ struct Qwen3MoeMlp {
         return {Linear::create(m.parameters, m.graph, prefix + ".gate", hidden, moe.num_experts, false,
                                m.options.weight_dtype).with_exact_inputs(),
                 Experts{stacked("gate_proj", {inner, hidden}), stacked("up_proj", {inner, hidden}),
-                        stacked("down_proj", {hidden, inner}), activation_named(m.config.hidden_act)},
+                        stacked("down_proj", {hidden, inner}), activation_named(m.config.hidden_act),
+                        m.options.narrow_activations},
                 moe.top_k, moe.norm_topk_prob};
     }
 
