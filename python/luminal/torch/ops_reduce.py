@@ -321,8 +321,12 @@ def _attention(cx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
     lead = q.shape[:-3]
     bias = _additive_mask(cx, attn_mask, dtype) if attn_mask is not None else None
     if is_causal:
+        # Query i sees keys j <= i (PyTorch's top-left alignment): the key's offset from the query, from an index
+        # expression, as nn::attention builds its mask.
         rows, cols = q.shape[-2], k.shape[-2]
-        causal = where(cx.graph.constant(1.0, DType.bool).expand([rows, cols]).tril(0), 0.0, -math.inf)
+        index = Expr.index()
+        offset = cx.graph.iota(index % cols - index // cols, [rows, cols], DType.i32)
+        causal = where(offset > 0, -math.inf, 0.0)
         bias = causal if bias is None else bias + causal
     hidden_rows = None
     if attn_mask is not None:
