@@ -2,7 +2,17 @@
 // The two halves of the module, one translation unit each.
 #include <nanobind/nanobind.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace luminal {
+struct Program;
+}
+
 namespace luminal_python {
 void bind_graph(nanobind::module_& m);  // Expr, DType, Graph, Tensor, compiled graphs (graph_bindings.cpp)
 void bind_llm(nanobind::module_& m);    // LLM sessions and tokenizers (llm_bindings.cpp)
+// The op and result dtype of each node of a compiled program, in execution order (graph_bindings.cpp).
+std::vector<std::pair<std::string, std::string>> program_ops(const luminal::Program& program);
 }  // namespace luminal_python

@@ -165,7 +165,7 @@ class Compiled {
 public:
     Compiled(nb::object graph_owner, AnyRuntime runtime, luminal::CompileReport report, double compile_ms)
         : graph_owner_(std::move(graph_owner)), graph_(nb::cast<Graph*>(graph_owner_)), runtime_(std::move(runtime)),
-          compile_ms_(compile_ms), candidates_(report.candidates) {
+          compile_ms_(compile_ms), candidates_(report.candidates), program_ops_(program_ops(report.program)) {
         for (const auto& node : report.program.nodes)
             if (node.spec.kind == luminal::symbol_of(luminal::OpKind::Input)) inputs_.insert(node.spec.hlir);
         for (auto [output, input] : graph_->carried()) carried_.insert(input);
@@ -279,6 +279,7 @@ public:
     }
     double compile_ms() const { return compile_ms_; }
     std::size_t candidates() const { return candidates_; }
+    const std::vector<std::pair<std::string, std::string>>& ops() const { return program_ops_; }
 
 private:
     void check_graph(const GraphTensor& t, const char* where) const {
@@ -308,6 +309,7 @@ private:
     AnyRuntime runtime_;
     double compile_ms_;
     std::size_t candidates_;
+    std::vector<std::pair<std::string, std::string>> program_ops_;
     std::set<luminal::NodeId> inputs_;
     std::set<luminal::NodeId> carried_;
     luminal::DynMap last_dims_;
@@ -622,10 +624,19 @@ void bind_graph_class(nb::module_& m) {
         .def("get", &Compiled::get, "tensor"_a, "raw"_a = false)
         .def_prop_ro("runtime", &Compiled::runtime_name)
         .def_prop_ro("compile_ms", &Compiled::compile_ms)
-        .def_prop_ro("candidates", &Compiled::candidates);
+        .def_prop_ro("candidates", &Compiled::candidates)
+        .def_prop_ro("program_ops", &Compiled::ops,
+                     "(op, result dtype) of each node of the extracted program, in execution order (inputs and outputs included)");
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> program_ops(const luminal::Program& program) {
+    std::vector<std::pair<std::string, std::string>> ops;
+    for (const luminal::ProgramNode& node : program.nodes)
+        ops.emplace_back(luminal::symbol_name(node.spec.kind), std::string(luminal::name_of(node.spec.dtype)));
+    return ops;
+}
 
 void bind_graph(nb::module_& m) {
     nb::enum_<DType>(m, "DType")

@@ -221,9 +221,28 @@ private:
     bool done_ = false;
 };
 
+// The program nn::Session compiles for a model of this config.json (random weights need
+// not be bound to compile): what the torch front end's program of the same model is
+// compared with.
+std::vector<std::pair<std::string, std::string>> causal_lm_program_ops(const std::string& config_json, std::int64_t context, std::size_t threads) {
+    nb::gil_scoped_release release;
+    const luminal::io::ModelConfig config =
+        luminal::io::parse_model_config(luminal::io::parse_json(config_json, "config"), "config");
+    luminal::nn::ModelOptions options;
+    options.context = context;
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, options);
+    luminal::CompileOptions compile;
+    compile.verbosity = 0;
+    const luminal::nn::Session<luminal::CpuRuntime> session(model, luminal::CpuRuntime(luminal::CpuOptions{.threads = threads}),
+                                                            compile);
+    return program_ops(session.report().program);
+}
+
 }  // namespace
 
 void bind_llm(nb::module_& m) {
+    m.def("causal_lm_program_ops", &causal_lm_program_ops, "config_json"_a, "context"_a = 64, "threads"_a = 1,
+          "(op, result dtype) of each node of the CPU program nn::Session compiles for the model of a config.json");
     nb::class_<LLM>(m, "_LLM")
         .def(nb::init<const std::string&, const std::string&, std::size_t, std::int64_t, const std::string&, bool,
                       const std::string&, std::size_t>(),

@@ -36,9 +36,10 @@ def _broadcast_shapes(cx: Context, shapes: list[list]) -> list:
 
 
 def _wrapped(cx: Context, index: Tensor, size) -> Tensor:
-    """Negative indexes count from the end, as in PyTorch."""
+    """Negative indexes count from the end, as in PyTorch. Integer arithmetic rather than a
+    select: one elementwise pass, where a select gathers from both operands."""
     end = size if isinstance(size, int) else cx.tensor(size, index.dtype)
-    return _luminal.where(index < 0, index + end, index)
+    return index + (index < 0).cast(index.dtype) * end
 
 
 def advanced_index(cx: Context, x: Tensor, indices: list) -> tuple[list, Tensor]:
@@ -153,7 +154,8 @@ def index_select(cx, x, dim, index_):
 
 @translates(*aten_ops("embedding.default"))
 def embedding(cx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    rows = weight.index_select(0, _wrapped(cx, indices.reshape([-1]), weight.shape[0]))
+    # No wrapping: PyTorch rejects a negative index here, and so does the Gather's range check.
+    rows = weight.index_select(0, indices.reshape([-1]))
     return rows.reshape(indices.shape + [weight.shape[1]])
 
 

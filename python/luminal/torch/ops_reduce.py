@@ -302,62 +302,64 @@ def linear(cx, x, weight, bias=None):
 
 
 def _attention(cx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
-    """softmax(q k^T * scale + mask) v, as PyTorch's math path computes it."""
+    """softmax(q k^T * scale + bias) v as PyTorch computes it, written as the runtimes'
+    attention rules find it (nn::attention's form): queries [key heads, group, L, E] against
+    keys and values broadcast over the group, the mask (causal, boolean or float) one
+    additive bias of 0 and -inf, leading sizes of 1 dropped. A query row the mask hides
+    entirely gives zeros, as in PyTorch: its bias is taken as 0 (so the softmax is finite)
+    and its result multiplied by 0. Returns the result in [..., heads, L, E] and the biased
+    scores' log-sum-exp in [..., heads, L]."""
+    from .._luminal import where
     dtype = opmath(cx.out_dtype(0) if isinstance(cx.meta(), (tuple, list)) else cx.out_dtype())
     q, k, v = (cx.tensor(t, dtype) for t in (q, k, v))
     head_dim = q.shape[-1]
     if not isinstance(head_dim, int):
         raise Error(f"{cx.where()}: the head size must be static")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
-    if enable_gqa and q.shape[-3] != k.shape[-3]:
-        return _grouped_attention(cx, q, k, v, attn_mask, is_causal, scale)
-    scores = q.matmul(k.transpose(-1, -2)) * scale
+    heads, kv_heads = q.shape[-3], k.shape[-3]
+    groups = heads // kv_heads if heads != kv_heads and (enable_gqa or kv_heads == 1) else 1
+    lead = q.shape[:-3]
+    bias = _additive_mask(cx, attn_mask, dtype) if attn_mask is not None else None
     if is_causal:
+        # Query i sees keys j <= i (PyTorch's top-left alignment): the key's offset from the query, from an index
+        # expression, as nn::attention builds its mask.
         rows, cols = q.shape[-2], k.shape[-2]
-        ones = cx.graph.constant(1.0, DType.bool).expand([rows, cols])
-        scores = _masked(scores, ones.tril(0))
-    if attn_mask is None:
-        return scores.softmax(-1).matmul(v), scores
-    if attn_mask.dtype == DType.bool:
-        scores = _masked(scores, attn_mask)
-    else:
-        scores = scores + cx.tensor(attn_mask, dtype)
-    return _softmax_of_masked(scores).matmul(v), scores
+        index = Expr.index()
+        offset = cx.graph.iota(index % cols - index // cols, [rows, cols], DType.i32)
+        causal = where(offset > 0, -math.inf, 0.0)
+        bias = causal if bias is None else bias + causal
+    hidden_rows = None
+    if attn_mask is not None:
+        hidden_rows = bias.max([-1], True).eq(-math.inf)
+        bias = where(hidden_rows, 0.0, bias)
+    if bias is not None and bias.ndim >= 3:
+        bias = bias.unsqueeze(-3) if bias.shape[-3] == 1 else bias.reshape(bias.shape[:-3] + [heads // groups, groups]
+                                                                           + bias.shape[-2:])
+    if hidden_rows is not None and hidden_rows.ndim >= 3:
+        hidden_rows = hidden_rows.unsqueeze(-3) if hidden_rows.shape[-3] == 1 else hidden_rows.reshape(
+            hidden_rows.shape[:-3] + [heads // groups, groups] + hidden_rows.shape[-2:])
+    q = q.reshape(lead + [heads // groups, groups] + q.shape[-2:])
+    k, v = k.unsqueeze(-3), v.unsqueeze(-3)
+    if all(d == 1 for t in (q, k, v) for d in t.shape[:-4]) and all(
+            d == 1 for t in (bias, hidden_rows) if t is not None for d in t.shape[:-4]):
+        q, k, v = (t.reshape(t.shape[-4:]) for t in (q, k, v))
+        bias, hidden_rows = (t if t is None or t.ndim <= 4 else t.reshape(t.shape[-4:]) for t in (bias, hidden_rows))
+    scores = q.matmul(k.transpose(-1, -2)) * scale
+    if bias is not None:
+        scores = scores + bias
+    out = scores.softmax(-1).matmul(v)
+    if hidden_rows is not None:
+        out = out * (1.0 - hidden_rows.cast(dtype))
+    scores = scores.reshape(lead + [heads] + scores.shape[-2:])
+    return out.reshape(lead + [heads] + out.shape[-2:]), scores.logsumexp([-1])
 
 
-def _softmax_of_masked(scores: Tensor) -> Tensor:
-    """softmax over the last axis, where a row the mask hides entirely is zeros (PyTorch's
-    attention gives such a query zeros, where a plain softmax gives NaN): its maximum is taken
-    as 0, so its exponentials are 0 and their sum, floored, divides them to 0. Any other row
-    holds an exponential of 1, so the floor changes nothing there."""
+def _additive_mask(cx, mask: Tensor, dtype: DType) -> Tensor:
+    """A boolean mask (True: attend) as a bias of 0 and -inf; a float mask is one already."""
     from .._luminal import where
-    top = scores.max([-1], True)
-    top = where(top.eq(-math.inf), 0.0, top)
-    weights = (scores - top).exp()
-    return weights / weights.sum([-1], True).maximum(1e-30)
-
-
-def _masked(scores: Tensor, keep: Tensor) -> Tensor:
-    from .._luminal import where
-    return where(keep, scores, -math.inf)
-
-
-def _grouped_attention(cx, q, k, v, attn_mask, is_causal, scale):
-    """Attention where each key/value head serves a group of query heads: the query heads are
-    split into [key heads, group] and the keys and values broadcast over the group, so no copy
-    of the cache repeats them per query head. Results as _attention's, in [..., heads, L, E]."""
-    lead, heads = q.shape[:-3], q.shape[-3]
-    kv_heads = k.shape[-3]
-    grouped = lead + [kv_heads, heads // kv_heads]
-    mask = attn_mask
-    if mask is not None and len(mask.shape) >= 3:
-        if mask.shape[-3] == 1:
-            mask = mask.unsqueeze(-3)
-        else:
-            mask = mask.reshape(mask.shape[:-3] + [kv_heads, heads // kv_heads] + mask.shape[-2:])
-    out, scores = _attention(cx, q.reshape(grouped + q.shape[-2:]), k.unsqueeze(-3), v.unsqueeze(-3), mask,
-                             is_causal, scale, False)
-    return out.reshape(lead + [heads] + out.shape[-2:]), scores.reshape(lead + [heads] + scores.shape[-2:])
+    if mask.dtype == DType.bool:
+        return where(mask, 0.0, -math.inf).cast(dtype)
+    return cx.tensor(mask, dtype)
 
 
 @translates(*aten_ops("scaled_dot_product_attention.default"))
@@ -373,8 +375,7 @@ def sdpa_flash_cpu(cx, q, k, v, dropout_p=0.0, is_causal=False, attn_mask=None, 
         raise Error(f"{cx.where()}: attention dropout is not supported (inference only)")
     # The CPU flash kernel shares each key/value head among its group of query heads (GQA), as
     # scaled_dot_product_attention(enable_gqa=True) hands it down.
-    out, scores = _attention(cx, q, k, v, attn_mask, is_causal, scale, True)
-    return out, scores.logsumexp([-1])
+    return _attention(cx, q, k, v, attn_mask, is_causal, scale, True)
 
 
 @translates(*aten_ops("convolution.default"))

@@ -14,6 +14,7 @@ import torch.fx
 from .. import _luminal
 from .._luminal import Error, Tensor
 from . import ops_creation, ops_elementwise, ops_indexing, ops_movement, ops_reduce  # noqa: F401  (fill the table)
+from .shared_kv import unrepeated_arguments
 from .symbols import SymbolTable
 from .table import TRANSLATIONS, Context, luminal_dtype
 
@@ -92,6 +93,7 @@ def translate(gm: torch.fx.GraphModule, *, name: str = "graph") -> Translation:
     outputs: list[OutputSlot] = []
     dim_sources: dict[str, tuple[int, int | None]] = {}
     constants: list[tuple[Tensor, torch.Tensor]] = []
+    rewritten_arguments = unrepeated_arguments(gm.graph)
 
     for node in gm.graph.nodes:
         if node.op == "placeholder":
@@ -108,7 +110,7 @@ def translate(gm: torch.fx.GraphModule, *, name: str = "graph") -> Translation:
             else:
                 env[node] = value
         elif node.op == "call_function":
-            env[node] = _call(graph, symbols, node, env)
+            env[node] = _call(graph, symbols, node, env, rewritten_arguments.get(node, (node.args, node.kwargs)))
         elif node.op == "output":
             for value, out_node in _flat_outputs(node, env):
                 outputs.append(_output(graph, symbols, value, out_node))
@@ -161,10 +163,10 @@ def _check_dims_bound(symbols: SymbolTable, dim_sources, name: str) -> None:
                         "its value is unknown at run time (a data-dependent shape?)")
 
 
-def _call(graph, symbols: SymbolTable, node: torch.fx.Node, env):
+def _call(graph, symbols: SymbolTable, node: torch.fx.Node, env, arguments: tuple[tuple, dict]):
     target = node.target
-    args = torch.fx.node.map_arg(node.args, lambda n: env[n])
-    kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+    args = torch.fx.node.map_arg(arguments[0], lambda n: env[n])
+    kwargs = torch.fx.node.map_arg(arguments[1], lambda n: env[n])
     if target is operator.getitem:
         return args[0][args[1]]
     if _is_size_valued(node):
