@@ -158,10 +158,29 @@ TEST_CASE("SASS facts are kept beside the cubins, and a cubin other than the one
     CHECK(other->main_loop_bytes_in_flight == 64);
     CHECK(other->serial_load_loops == 0);
     CHECK(other->registers != 1);
-    CHECK(cuda::sass_detail::read_cached(*four, "k") == other);
+    const auto kept = cuda::sass_detail::read_cached(*four, "k");
+    REQUIRE(kept.has_value());
+    CHECK(*kept == other);
     // Nor are the chain's facts another entry's in the same cubin.
     CHECK_FALSE(cuda::sass_detail::read_cached(*chain, "k2").has_value());
 
+    ::unsetenv("LUMINAL_CACHE_DIR");
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("SASS facts: that a cubin has no code for an entry is kept too, and read back instead of running cuobjdump again") {
+    REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
+    const auto dir = std::filesystem::temp_directory_path() / fmt::format("luminal-sass-none-{}", ::getpid());
+    std::filesystem::remove_all(dir);
+    ::setenv("LUMINAL_CACHE_DIR", dir.c_str(), 1);
+    const auto cubin = cuda::Nvrtc::get().compile(four_loads_source("k"), 90, "k");
+    CHECK_FALSE(cuda::sass_facts(*cubin, "absent").has_value());
+    const auto kept = cuda::sass_detail::read_cached(*cubin, "absent");
+    REQUIRE(kept.has_value());
+    CHECK_FALSE(kept->has_value());
+    // "No code" planted under an entry the cubin has is what a later read returns: the file is read, not the SASS.
+    std::ofstream(cuda::sass_detail::cache_file(*cubin, "k"), std::ios::binary) << cuda::sass_detail::cache_key(*cubin, "k") << "none\n";
+    CHECK_FALSE(cuda::sass_facts(*cubin, "k").has_value());
     ::unsetenv("LUMINAL_CACHE_DIR");
     std::filesystem::remove_all(dir);
 }

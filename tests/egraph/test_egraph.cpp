@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "arith_language.hpp"
@@ -361,28 +363,37 @@ void check_delta_matches(const EGraph& g, std::uint32_t since) {
     };
     auto stamped = [&](ENodeId n, bool at_root) { return g.fresh_since(n, since, at_root); };
     // Dead e-nodes left in a class's list (duplicates of live ones) add nothing to it.
-    auto stamped_or_above = [&](ENodeId n) {
+    // With child ops named (a rule's reads_child_ops), only a fresh e-node of one of them there counts.
+    auto stamped_or_above = [&](ENodeId n, std::span<const Symbol> child_ops) {
         if (stamped(n, false)) return true;
         for (ClassId child : g.children(n))
             for (ENodeId x : g.class_nodes(child))
-                if (g.alive(x) && stamped(x, false)) return true;
+                if (g.alive(x) && stamped(x, false) &&
+                    (child_ops.empty() || std::find(child_ops.begin(), child_ops.end(), g.node(x).op) != child_ops.end()))
+                    return true;
         return false;
     };
-    std::vector<Key> scan_fresh, scan_above, delta_fresh, delta_above;
+    const std::array<Symbol, 1> nums = {arith::Num};
+    std::vector<Key> scan_fresh, scan_above, scan_above_nums, delta_fresh, delta_above, delta_above_nums;
     for_each_match<P>(g, [&](const Match& m) {
-        bool fresh = false, above = false;
+        bool fresh = false, above = false, above_nums = false;
         for (int i = 0; i < PatternSize<P>::nodes; ++i) {
             fresh |= stamped(m.node(i), i == 0);
-            above |= stamped_or_above(m.node(i));
+            above |= stamped_or_above(m.node(i), {});
+            above_nums |= stamped_or_above(m.node(i), nums);
         }
         if (fresh) scan_fresh.push_back(key(m));
         if (above) scan_above.push_back(key(m));
+        if (above_nums) scan_above_nums.push_back(key(m));
     });
     for_each_fresh_match<P>(g, since, [&](const Match& m) { delta_fresh.push_back(key(m)); });
     for_each_match_with_fresh_children<P>(g, since, [&](const Match& m) { delta_above.push_back(key(m)); });
-    for (auto* v : {&scan_fresh, &scan_above, &delta_fresh, &delta_above}) std::sort(v->begin(), v->end());
+    for_each_match_with_fresh_children<P>(g, since, [&](const Match& m) { delta_above_nums.push_back(key(m)); }, nums);
+    for (auto* v : {&scan_fresh, &scan_above, &scan_above_nums, &delta_fresh, &delta_above, &delta_above_nums})
+        std::sort(v->begin(), v->end());
     CHECK(delta_fresh == scan_fresh);
     CHECK(delta_above == scan_above);
+    CHECK(delta_above_nums == scan_above_nums);
 }
 
 // x0*(x1*(x2*(x3*1))) + (x5 + (2 + (3 + x5))): products, sums and numbers for

@@ -15,7 +15,7 @@ DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}  # ours' --wei
 # A model's `bounds`, checked in the run's summary (reported, not enforced):
 #   rss_over_file_and_kv  our peak RSS over the weight files' bytes + the KV cache's bytes
 #   ttft_over_peer        our TTFT median over each peer's
-#   compile_ms            our compile time median (ours-compile), in milliseconds
+#   compile_ms            our compile time median (ours-compile, ours-compile-cuda), in milliseconds
 BOUNDS = {"rss_over_file_and_kv", "ttft_over_peer", "compile_ms"}
 
 

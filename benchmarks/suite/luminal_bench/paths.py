@@ -106,9 +106,14 @@ PATHS: dict[str, PathSpec] = {spec.name: spec for spec in (
              lambda job: [str(job.binaries / "benchmarks" / "bench_model_build"), str(job.iters),
                           str(job.model_file)],
              _missing_binary("benchmarks/bench_model_build")),
+    # The CUDA plan's compile (generate --plan-only --weights bf16 --context 2048): no device needed.
+    PathSpec("ours-compile-cuda", "luminal compile (CUDA plan)", True,
+             lambda job: [str(job.binaries / "benchmarks" / "bench_model_build"), "--cuda", str(job.iters),
+                          str(job.model_file)],
+             _missing_binary("benchmarks/bench_model_build")),
 )}
 
-COMPILE_ONLY = {"ours-compile"}
+COMPILE_ONLY = {"ours-compile", "ours-compile-cuda"}
 
 
 def cpu_twin(name: str) -> str:

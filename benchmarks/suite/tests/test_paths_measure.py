@@ -1,6 +1,7 @@
 import unittest
 from pathlib import Path
 
+from luminal_bench import config
 from luminal_bench.paths import PATHS, Job
 from luminal_bench.workers.measure import measure
 
@@ -33,6 +34,13 @@ class PathsTest(unittest.TestCase):
         self.assertEqual(command[command.index("--mode") + 1], "luminal")
         self.assertEqual(command[command.index("--threads") + 1], "1")
         self.assertTrue(PATHS["luminal-python"].ours)
+
+    def test_the_cuda_plan_compile_runs_bench_model_build_with_cuda_and_the_default_config_bounds_it(self):
+        command = PATHS["ours-compile-cuda"].command(job(None))
+        self.assertEqual(command[1:], ["--cuda", "3", "m.gguf"])
+        default = config.load("default")
+        bounds = {m.key: m.options["bounds"]["compile_ms"] for m in default.models if "ours-compile-cuda" in m.paths}
+        self.assertEqual(bounds, {"llama-3.1-8b-shape-cuda": 300})
 
     def test_llama_cpp_runs_gguf_files_only(self):
         folder = Job(**{**vars(job(None)), "model_file": Path("model_dir")})

@@ -3,6 +3,7 @@
 // same activations and experts, read alike) element for element, and nothing
 // else, is one cuda.ExpertGateUp: the gated mixture's gate and up products,
 // with the region (SiLU(gate) * up) as their epilogue.
+#include <array>
 #include <vector>
 
 #include "luminal/cuda/expert_gate_up_op.hpp"
@@ -36,6 +37,7 @@ struct ExpertGateUpFromRegion {
     static constexpr std::string_view name = "cuda.expert-gate-up";
     using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
+    static constexpr std::array<Symbol, 1> reads_child_ops = {op_symbol<ExpertMatmulOp>};
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         using namespace gate_up_detail;
         const NodeSpec region = ctx.spec(g, m.node<"region">());

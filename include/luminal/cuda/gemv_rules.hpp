@@ -8,6 +8,7 @@
 //    (a residual add, SiLU(gate) * up) is one Gemv over all their weights,
 //    with the region (and their own epilogues) as its epilogue.
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -37,11 +38,19 @@ inline bool streamable_weight(const ShapeTracker& w, DType dtype) {
     return *k > 0 && (*k * bytes) % 16 == 0 && (*stride * bytes) % 16 == 0 && (*start * bytes) % 16 == 0;
 }
 
-// A Gemv e-node with its spec and op at hand.
+// A Gemv e-node with its spec and op at hand, and what same_activation
+// compares first as one number (the layout and the activation's classes).
 struct GemvNode {
     ENodeId node;
     const NodeSpec* spec;
     const cuda::GemvOp* op;
+    std::uint64_t activation = 0;
+
+    GemvNode(const EGraph& g, ENodeId n, const NodeSpec* s, const cuda::GemvOp* o) : node(n), spec(s), op(o) {
+        activation = (std::uint64_t{op->activation_inputs} << 16) | (std::uint64_t{op->layout.rows} << 8) | op->layout.unroll;
+        const auto kids = g.children(n);
+        for (std::size_t i = 0; i < op->activation_inputs; ++i) activation = activation * 0x9E3779B97F4A7C15ull ^ g.find(kids[i]);
+    }
 };
 
 // Whether two Gemvs read the same activation rows (prologue, inputs and their views) the same way.
@@ -100,6 +109,7 @@ struct GemvAbsorbsPrologue {
     static constexpr std::string_view name = "cuda.gemv-prologue";
     using pattern = As<"gemv", AnyArity<op_symbol<cuda::GemvOp>>>;
     static constexpr bool reads_child_classes = true;
+    static constexpr std::array<Symbol, 2> reads_child_ops = {op_symbol<cuda::RowOp>, op_symbol<FusedElementwiseOp>};
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         const NodeSpec& spec = ctx.spec(g, m.node<"gemv">());
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
@@ -162,6 +172,7 @@ struct GemvAbsorbsEpilogue {
     static constexpr std::string_view name = "cuda.gemv-epilogue";
     using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
+    static constexpr std::array<Symbol, 1> reads_child_ops = {op_symbol<cuda::GemvOp>};
     // What a lead fuses into is a function of the region's classes, the lead
     // and its partners: a match found again (a class the region reads gained
     // an e-node) fuses only the leads it did not fuse with the same ones last
@@ -178,17 +189,27 @@ struct GemvAbsorbsEpilogue {
             // References into the specs: nothing is added before the last use.
             const NodeSpec& spec = ctx.spec(g, matched);
             std::vector<std::vector<gemv_detail::GemvNode>> plain(region_kids.size());
-            for (std::size_t i = 0; i < region_kids.size(); ++i) {
+            bool any = false;
+            for (std::size_t i = 0; i < region_kids.size(); ++i)
                 for (ENodeId n : g.class_nodes(region_kids[i])) {
                     if (!g.alive(n)) continue;
                     const NodeSpec& s = ctx.spec(g, n);
                     if (s.kind != op_symbol<cuda::GemvOp> || s.shape != spec.shape) continue;
                     const cuda::GemvOp* op = s.payload_as<cuda::GemvOp>();
-                    if (!op->epilogue) plain[i].push_back({n, &s, op});
+                    if (!op->epilogue) plain[i].emplace_back(g, n, &s, op), any = true;
                 }
-                // The view is tested only where there is a product (most classes hold none): it builds expressions.
-                if (!plain[i].empty() && !reads_whole(spec, i)) plain[i].clear();
+            if (!any) return;
+            // What follows is a function of these products (a product whose children change is stamped
+            // again): most matches are found again for an e-node they do not read (a fused Gemv) and end here.
+            std::vector<std::uint32_t> found(region_kids.begin(), region_kids.end());
+            for (const auto& products : plain) {
+                found.push_back(static_cast<std::uint32_t>(products.size()));
+                for (const gemv_detail::GemvNode& n : products) found.push_back(n.node), found.push_back(g.stamp_of(n.node));
             }
+            if (ctx.read_before(kProductsRead, matched, std::move(found))) return;
+            // The view is tested only where there is a product (most classes hold none): it builds expressions.
+            for (std::size_t i = 0; i < region_kids.size(); ++i)
+                if (!plain[i].empty() && !reads_whole(spec, i)) plain[i].clear();
             std::vector<const gemv_detail::GemvNode*> lead_of;
             for (const auto& products : plain)
                 for (const gemv_detail::GemvNode& n : products) {
@@ -198,7 +219,7 @@ struct GemvAbsorbsEpilogue {
             for (std::size_t k = 0; k < leads.size(); ++k)
                 for (std::size_t i = 0; i < region_kids.size(); ++i)
                     for (const gemv_detail::GemvNode& n : plain[i])
-                        if (gemv_detail::same_activation(g, *lead_of[k], n)) {
+                        if (n.activation == lead_of[k]->activation && gemv_detail::same_activation(g, *lead_of[k], n)) {
                             leads[k].second[i] = n.node;
                             break;
                         }
@@ -236,11 +257,20 @@ struct GemvAbsorbsEpilogue {
 private:
 
     static constexpr std::uint32_t kNoPartner = std::numeric_limits<std::uint32_t>::max();
+    static constexpr std::string_view kProductsRead = "cuda.gemv-epilogue products";
 
     static void fuse(EGraph& g, HlirContext& ctx, ClassId root, const NodeSpec& region, const std::vector<ClassId>& region_kids,
                      ENodeId first, const std::vector<std::optional<ENodeId>>& gemvs) {
         const std::size_t n_in = region_kids.size();
-        const NodeSpec lead = ctx.spec(g, first);
+        // An input made deeper than the product may be computed from it (RMSNorm's scale of the sum a
+        // residual add makes): the product computed elsewhere first, this Gemv would stream the weights
+        // again. Only inputs that cannot depend on it (the residual, a bias) join an epilogue. Tested
+        // first: most leads a region offers stop here, before anything is built.
+        const std::uint32_t product_depth = ctx.facts(g, g.class_of(first)).depth;
+        for (std::size_t i = 0; i < n_in; ++i)
+            if (!gemvs[i] && ctx.facts(g, region_kids[i]).depth > product_depth) return;
+        // References into the specs: add_spec, the last call, takes what it needs first.
+        const NodeSpec& lead = ctx.spec(g, first);
         const auto& lead_op = *lead.payload_as<cuda::GemvOp>();
         std::vector<ClassId> children;
         std::vector<ShapeTracker> views;
@@ -279,14 +309,9 @@ private:
             }
             return Ref{Ref::Step, static_cast<std::uint16_t>(steps.size() - 1)};
         };
-        // An input made deeper than the product may be computed from it (RMSNorm's scale of the sum a
-        // residual add makes): the product computed elsewhere first, this Gemv would stream the weights
-        // again. Only inputs that cannot depend on it (the residual, a bias) join an epilogue.
-        const std::uint32_t product_depth = ctx.facts(g, g.class_of(first)).depth;
         std::vector<Ref> region_inputs;
         for (std::size_t i = 0; i < n_in; ++i) {
             if (!gemvs[i]) {
-                if (ctx.facts(g, region_kids[i]).depth > product_depth) return;
                 region_inputs.push_back({Ref::Extra, slot_of(extras, g.find(region_kids[i]), region.views[i])});
                 continue;
             }
@@ -344,6 +369,7 @@ struct GemvReadsThroughCopy {
     static constexpr std::string_view name = "cuda.gemv-through-copy";
     using pattern = As<"gemv", AnyArity<op_symbol<cuda::GemvOp>>>;
     static constexpr bool reads_child_classes = true;
+    static constexpr std::array<Symbol, 1> reads_child_ops = {sym(OpKind::Cast)};
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         const NodeSpec& gemv = ctx.spec(g, m.node<"gemv">());
         if (gemv.payload_as<cuda::GemvOp>()->prologue) return;

@@ -25,17 +25,16 @@
 
 namespace luminal::cuda {
 
-// Runs each kernel through the kernel IR interpreter.
+// Runs each kernel through the kernel IR interpreter: it needs no sources.
 struct InterpretKernels {
-    void prepare(const std::vector<std::string>&) {}
     void run(const Kernel& k, const KernelBuffers& buffers) { interpret(k, buffers); }
     void run(const ScatterKernel& k, const KernelBuffers& buffers) { interpret(k, buffers); }
     void run(const CustomKernel& k, const KernelBuffers& buffers) { k.interpret(buffers); }
 };
 
 // Executor: prepare(sources) when a program is loaded (every source its
-// plans print), then run(kernel, buffers) for each Kernel and ScatterKernel
-// of an execution.
+// plans print), if it has prepare, then run(kernel, buffers) for each Kernel
+// and ScatterKernel of an execution.
 template <typename Executor>
 class BasicHostEmulator {
 public:
@@ -59,11 +58,14 @@ public:
                     kept.emplace(hlir, std::move(buffer));
         inputs_ = std::move(kept);
         last_ = nullptr;
-        std::vector<std::string> sources;
-        for (const Variant& v : variants_)
-            for (std::string& s : plan_sources(v.plan))
-                if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.push_back(std::move(s));
-        executor_.prepare(sources);
+        // Printing a model's sources was a tenth of its plan's compile: only an executor that reads them gets them.
+        if constexpr (requires(std::vector<std::string> s) { executor_.prepare(s); }) {
+            std::vector<std::string> sources;
+            for (const Variant& v : variants_)
+                for (std::string& s : plan_sources(v.plan))
+                    if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.push_back(std::move(s));
+            executor_.prepare(sources);
+        }
     }
 
     void set_data(const GraphTensor& t, const std::vector<float>& values) { set_values(t, std::span(values)); }

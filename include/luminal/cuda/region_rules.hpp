@@ -6,6 +6,7 @@
 // The result is a cuda.Region (region_op.hpp); regions reading it grow the
 // same way, and FusedElementwise keeps the element-for-element fusions.
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -173,6 +174,7 @@ struct RegionInlinesPaddedProducers {
         std::is_same_v<Op, FusedElementwiseOp> ? "cuda.region-through-padding" : "cuda.region-grows-through-padding";
     using pattern = As<"region", AnyArity<op_symbol<Op>>>;
     static constexpr bool reads_child_classes = true;
+    static constexpr std::array<Symbol, 2> reads_child_ops = {op_symbol<FusedElementwiseOp>, op_symbol<cuda::RegionOp>};
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         region_detail::inline_padded_producers(g, ctx, m.root(g), m.template node<"region">());
     }

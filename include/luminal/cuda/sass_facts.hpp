@@ -17,7 +17,7 @@
 // cuobjdump takes about half a second a cubin, so facts are kept in the kernel
 // cache beside the cubins (Nvrtc::cache_dir()): a file per cubin and entry that
 // holds both in full and is read only when both match, so a changed cubin is
-// always read again.
+// always read again. That cuobjdump found no code for the entry is kept too.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -232,13 +232,22 @@ inline std::filesystem::path cache_file(std::span<const char> cubin, std::string
     return dir.empty() ? dir : dir / fmt::format("{:016x}.sass", cache_key_hash(cache_key(cubin, entry)));
 }
 
-inline std::optional<SassFacts> read_cached(std::span<const char> cubin, std::string_view entry) {
+// What the file kept in place of the facts where cuobjdump found no code for the entry.
+inline constexpr std::string_view kNoCode = "none";
+
+// The kept facts of `entry` in `cubin`: nullopt when none are kept, a kept nullopt where it has no code.
+inline std::optional<std::optional<SassFacts>> read_cached(std::span<const char> cubin, std::string_view entry) {
     const auto file = cache_file(cubin, entry);
     if (file.empty()) return std::nullopt;
     std::ifstream in(file, std::ios::binary);
     const std::string key = cache_key(cubin, entry);
     std::string stored(key.size(), '\0');
     if (!in.read(stored.data(), static_cast<std::streamsize>(stored.size())) || stored != key) return std::nullopt;
+    if ((in >> std::ws).peek() == kNoCode[0]) {
+        std::string word;
+        if (in >> word && word == kNoCode) return std::optional<SassFacts>{};
+        return std::nullopt;
+    }
     SassFacts f;
     if (!(in >> f.registers >> f.stack_bytes >> f.instructions >> f.calls >> f.tensor_products >> f.main_loop_loads >> f.main_loop_instructions >>
           f.main_loop_calls >> f.main_loop_bytes_in_flight >> f.serial_load_loops))
@@ -247,7 +256,7 @@ inline std::optional<SassFacts> read_cached(std::span<const char> cubin, std::st
 }
 
 // Best effort, as the cubin cache: facts not kept are only read again next time.
-inline void write_cached(std::span<const char> cubin, std::string_view entry, const SassFacts& f) {
+inline void write_cached(std::span<const char> cubin, std::string_view entry, const std::optional<SassFacts>& facts) {
     const auto file = cache_file(cubin, entry);
     if (file.empty()) return;
     std::error_code ec;
@@ -255,9 +264,12 @@ inline void write_cached(std::span<const char> cubin, std::string_view entry, co
     const auto partial = file.string() + fmt::format(".{}.tmp", ::getpid());
     {
         std::ofstream out(partial, std::ios::binary);
-        out << cache_key(cubin, entry)
-            << fmt::format("{} {} {} {} {} {} {} {} {} {}\n", f.registers, f.stack_bytes, f.instructions, f.calls, f.tensor_products, f.main_loop_loads,
-                           f.main_loop_instructions, f.main_loop_calls, f.main_loop_bytes_in_flight, f.serial_load_loops);
+        out << cache_key(cubin, entry);
+        if (const SassFacts* f = facts ? &*facts : nullptr)
+            out << fmt::format("{} {} {} {} {} {} {} {} {} {}\n", f->registers, f->stack_bytes, f->instructions, f->calls, f->tensor_products,
+                               f->main_loop_loads, f->main_loop_instructions, f->main_loop_calls, f->main_loop_bytes_in_flight, f->serial_load_loops);
+        else
+            out << kNoCode << '\n';
         if (!out) {
             out.close();
             std::filesystem::remove(partial, ec);
@@ -278,7 +290,7 @@ inline std::optional<SassFacts> sass_facts(std::span<const char> cubin, std::str
     if (!tools) return std::nullopt;
     static std::mutex mutex;
     std::lock_guard lock(mutex);
-    if (auto cached = sass_detail::read_cached(cubin, entry)) return cached;
+    if (auto cached = sass_detail::read_cached(cubin, entry)) return *cached;
     const auto file = std::filesystem::temp_directory_path() / fmt::format("luminal-sass-{}.cubin", ::getpid());
     {
         std::ofstream out(file, std::ios::binary);
@@ -287,14 +299,16 @@ inline std::optional<SassFacts> sass_facts(std::span<const char> cubin, std::str
     }
     const std::string command = fmt::format("PATH='{0}':\"$PATH\" '{0}/cuobjdump' -res-usage -sass '{1}' 2>&1", tools->string(), file.string());
     std::string text;
+    int status = -1;
     if (FILE* pipe = ::popen(command.c_str(), "r")) {
         std::array<char, 1 << 14> buffer{};
         for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) text.append(buffer.data(), n);
-        ::pclose(pipe);
+        status = ::pclose(pipe);
     }
     std::filesystem::remove(file);
     auto facts = sass_detail::parse(text, entry);
-    if (facts) sass_detail::write_cached(cubin, entry, *facts);
+    // No code where cuobjdump ran is an answer too (else each plan runs it again); a failed run is not.
+    if (facts || status == 0) sass_detail::write_cached(cubin, entry, facts);
     return facts;
 }
 

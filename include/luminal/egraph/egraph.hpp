@@ -208,6 +208,9 @@ public:
         }
         return changed_.size();
     }
+    // The epoch of e-node id's last add or re-canonicalisation: a rule that
+    // keeps the ids of e-nodes it read tells by it whether their children changed since.
+    std::uint32_t stamp_of(ENodeId id) const { return info(id).stamp; }
     // The log holds an e-node once per epoch that changed it; only the entry
     // of its latest change counts.
     bool last_changed_in(ENodeId id, std::uint32_t epoch) const {

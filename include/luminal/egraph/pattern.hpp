@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -486,10 +487,12 @@ private:
 
 // Fresh e-nodes: those stamped or moved at or after an epoch, and the parents
 // of their classes (whose child classes gained or re-canonicalised an e-node),
-// at any position in the pattern.
+// at any position in the pattern. With `child_ops`, only a fresh e-node of
+// one of those ops makes its class's parents fresh.
 class StampedOrAbove {
 public:
-    StampedOrAbove(const EGraph& g, std::uint32_t since) : g_(g), marked_(g.total_nodes(), false) {
+    StampedOrAbove(const EGraph& g, std::uint32_t since, std::span<const Symbol> child_ops = {})
+        : g_(g), marked_(g.total_nodes(), false) {
         auto mark = [&](ENodeId id) {
             if (marked_[id]) return;
             marked_[id] = true;
@@ -497,11 +500,17 @@ public:
         };
         // A fresh e-node that died since left its class nothing new: it was
         // a duplicate of a node there (and nodes that moved in are fresh).
+        // A class's parents are marked once, however many fresh e-nodes it has.
+        std::vector<bool> class_done(g.class_capacity(), false);
         g.for_each_fresh_since(since, false, [&](ENodeId id) {
             if (!g.alive(id)) return;
             mark(id);
+            if (!child_ops.empty() && std::find(child_ops.begin(), child_ops.end(), g.node(id).op) == child_ops.end()) return;
+            const ClassId c = g.live_class(id);
+            if (class_done[c]) return;
+            class_done[c] = true;
             for (std::size_t position = 0; position < EGraph::kParentPositions; ++position)
-                for (ENodeId p : g.class_parents(g.live_class(id), position)) mark(p);
+                for (ENodeId p : g.class_parents(c, position)) mark(p);
         });
     }
     template <typename F>
@@ -535,13 +544,14 @@ void for_each_fresh_match(const EGraph& g, std::uint32_t since, K&& k) {
 }
 
 // The same, also counting as fresh every match with an e-node whose child
-// class holds an e-node stamped since: for rules that read those classes.
+// class holds an e-node stamped since (of one of `child_ops`, if any are
+// given): for rules that read those classes.
 template <typename Named, typename K>
-void for_each_match_with_fresh_children(const EGraph& g, std::uint32_t since, K&& k) {
+void for_each_match_with_fresh_children(const EGraph& g, std::uint32_t since, K&& k, std::span<const Symbol> child_ops = {}) {
     using P = matcher_pattern_t<Named>;
     require_searchable<P>(g);
     Match m;
-    delta::Seeds<P, 0, delta::AtRoot>::run(g, delta::StampedOrAbove(g, since), m, k);
+    delta::Seeds<P, 0, delta::AtRoot>::run(g, delta::StampedOrAbove(g, since, child_ops), m, k);
 }
 
 }  // namespace luminal::egraph

@@ -14,6 +14,7 @@
 //       static bool guard(const EGraph&, Ctx&, const MatchOf<pattern>&);  // optional
 //       static void apply(EGraph&, Ctx&, const MatchOf<pattern>&);         // add nodes, merge classes
 //       static constexpr bool reads_child_classes = true;                  // optional, see below
+//       static constexpr std::array reads_child_ops = {...};               // optional, see below
 //       static void prefetch(const EGraph&, const Match&);                 // optional, see below
 //
 // A right-hand side is Var<"x"> (the class bound to x) or a node form of the
@@ -24,7 +25,13 @@
 // last search) is skipped. A rule whose apply() or guard also looks at the
 // e-nodes of its matched nodes' child classes, beyond its pattern, declares
 // reads_child_classes: its match is then also found again whenever one of
-// those child classes gains (or re-canonicalises) an e-node.
+// those child classes gains (or re-canonicalises) an e-node. If it reads
+// only e-nodes of some ops there, it names them in reads_child_ops: an
+// e-node of another op gained there then does not bring the match back
+// (most of what a child class gains is of no interest to most such rules,
+// and a match found again does the work of apply() to find nothing new).
+// Only for a rule that reads no deeper: cuda.row-kernel, which grows through
+// the classes below those, picks up what they gained when found again for any e-node.
 //
 // A rule whose apply() mostly finds e-nodes that exist already may declare
 // prefetch(): the runner calls it a few matches ahead with the match apply()
@@ -34,6 +41,7 @@
 //
 // Ctx is the language's context (attribute tables and the like). Rule sets
 // concatenate, so a backend's rules join the core rules with concat_t.
+#include <span>
 #include <string_view>
 
 #include "luminal/egraph/pattern.hpp"
@@ -80,6 +88,13 @@ template <typename R>
 constexpr bool reads_child_classes() {
     if constexpr (requires { R::reads_child_classes; }) return R::reads_child_classes;
     else return false;
+}
+
+// The ops reads_child_ops names (empty: any).
+template <typename R>
+constexpr std::span<const Symbol> child_ops() {
+    if constexpr (requires { R::reads_child_ops; }) return R::reads_child_ops;
+    else return {};
 }
 
 template <typename... Rules>

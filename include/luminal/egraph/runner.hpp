@@ -152,7 +152,7 @@ bool search_rule(const EGraph& g, const Limits& limits, std::size_t iteration, d
     // stamped since are new (the first search sees every e-node as new).
     using Pattern = typename RuleState<R>::Pattern;
     if (state.seen_before == 0) for_each_match<Pattern>(g, keep);
-    else if constexpr (reads_child_classes<R>()) for_each_match_with_fresh_children<Pattern>(g, state.seen_before, keep);
+    else if constexpr (reads_child_classes<R>()) for_each_match_with_fresh_children<Pattern>(g, state.seen_before, keep, child_ops<R>());
     else {
         fresh.catch_up(g);
         fresh.set_since(state.seen_before);

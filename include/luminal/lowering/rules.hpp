@@ -6,6 +6,8 @@
 //    region absorbs a fused producer it reads element for element, or a
 //    scalar Constant / an Iota input as a step, so chains run in one pass.
 // Region size is capped so rewriting stays linear in practice.
+#include <array>
+
 #include "luminal/egraph/rule_support.hpp"
 #include "luminal/lowering/fused_elementwise.hpp"
 #include "luminal/lowering/matmul.hpp"
@@ -204,6 +206,7 @@ struct FuseProducer {
     static constexpr std::string_view name = "fuse-producer";
     using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
     static constexpr bool reads_child_classes = true;
+    static constexpr std::array<Symbol, 3> reads_child_ops = {sym(OpKind::Constant), sym(OpKind::Iota), op_symbol<FusedElementwiseOp>};
 
     // The e-node absorbed for an input, the steps computing it, and the inputs they read.
     struct Absorbed {
