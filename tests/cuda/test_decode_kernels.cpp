@@ -349,9 +349,10 @@ TEST_CASE("the prompt plan of Llama-3.1-8B (bf16, 512 tokens): every projection 
 }
 
 // The residual add the library's epilogue computes (beta = 1): found where the product's operands suit cuBLASLt at every
-// size, with the semantics of Matmul then Add (the host emulator runs the op's reference); where they need not (an
-// activation read transposed, its leading dimension the prompt's length), the add stays a launch of its own.
-TEST_CASE("a product plus a residual as one cuBLASLt call, the residual added in its epilogue, equals Matmul then Add") {
+// size, with the semantics of Matmul then Add (the host emulator runs the op's reference), checked against loops in
+// double; where they need not (an activation read transposed, its leading dimension the prompt's length), the add
+// stays a launch of its own.
+TEST_CASE("a product plus a residual as one cuBLASLt call, the residual added in its epilogue, equals the sum by loops") {
     for (const bool transposed : {false, true}) {
         CAPTURE(transposed);
         Graph g;
@@ -376,21 +377,27 @@ TEST_CASE("a product plus a residual as one cuBLASLt call, the residual added in
             for (float& e : v) e = u(rng);
             return v;
         };
-        g.set_dim('s', 37);
-        const std::vector<std::pair<GraphTensor, HostBuffer>> inputs = {
-            {x, host_buffer_from_values(DType::F32, std::span<const float>(values(37 * 512)))},
-            {w, host_buffer_from_values(w.dtype(), std::span<const float>(values(384 * 512)))},
-            {residual, host_buffer_from_values(DType::F32, std::span<const float>(values(37 * 384)))}};
-        auto reference = g.compile(ReferenceRuntime{});
-        for (const auto& [t, buffer] : inputs) {
-            emulated.set_bytes(t, host_buffer_to_bytes(buffer));
-            reference.set_bytes(t, host_buffer_to_bytes(buffer));
-        }
+        constexpr std::int64_t kRows = 37, kDepth = 512, kOut = 384;
+        g.set_dim('s', kRows);
+        const HostBuffer xs = host_buffer_from_values(DType::F32, std::span<const float>(values(kRows * kDepth))),
+                         ws = host_buffer_from_values(w.dtype(), std::span<const float>(values(kOut * kDepth))),
+                         rs = host_buffer_from_values(DType::F32, std::span<const float>(values(kRows * kOut)));
+        emulated.set_bytes(x, host_buffer_to_bytes(xs));
+        emulated.set_bytes(w, host_buffer_to_bytes(ws));
+        emulated.set_bytes(residual, host_buffer_to_bytes(rs));
         emulated.execute(g.dyn_map());
-        reference.execute(g.dyn_map());
-        // Both round the product to f32, then the sum: equal but for the order of the f32 sums.
-        const auto got = emulated.get_f32(y), want = reference.get_f32(y);
-        REQUIRE(got.size() == want.size());
-        for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1.0));
+        const auto got = emulated.get_f32(y);
+        REQUIRE(got.size() == static_cast<std::size_t>(kRows * kOut));
+        // By loops in double: the residual plus each row (rounded to bf16 where narrow) by each weight row as stored.
+        for (std::int64_t r = 0; r < kRows; ++r)
+            for (std::int64_t n = 0; n < kOut; ++n) {
+                double want = rs.as_double(static_cast<std::size_t>(r * kOut + n));
+                for (std::int64_t k = 0; k < kDepth; ++k) {
+                    const double a = xs.as_double(static_cast<std::size_t>(transposed ? k * kRows + r : r * kDepth + k));
+                    const double rounded = transposed ? a : bf16_bits_to_f32(f32_to_bf16_bits(static_cast<float>(a)));
+                    want += rounded * ws.as_double(static_cast<std::size_t>(n * kDepth + k));
+                }
+                CHECK(got[static_cast<std::size_t>(r * kOut + n)] == doctest::Approx(want).epsilon(1e-5).scale(1.0));
+            }
     }
 }
