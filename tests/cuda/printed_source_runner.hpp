@@ -120,6 +120,17 @@ inline void start_fiber(Fiber& f, void (*entry)()) {
 #endif
 inline Barrier whole;
 inline std::vector<Barrier> warps;
+// cp.async: a thread's copies not yet committed, and its committed groups, oldest first.
+struct AsyncCopy {
+  void* to;
+  const void* from;
+  bool valid;
+};
+struct AsyncCopies {
+  std::vector<AsyncCopy> open;
+  std::vector<std::vector<AsyncCopy>> committed;
+};
+inline std::vector<AsyncCopies> async_copies;
 inline unsigned long long progress = 0;
 inline const std::function<void()>* kernel = nullptr;
 inline void release(Barrier& b) {
@@ -154,6 +165,7 @@ inline bool launch(unsigned grid, unsigned block, const std::function<void()>& b
     block_index.x = b;
     whole = Barrier{block};
     warps.assign((block + 31) / 32, Barrier{});
+    async_copies.assign(block, AsyncCopies{});
     for (unsigned w = 0; w < warps.size(); ++w) warps[w].expected = block - w * 32 < 32 ? block - w * 32 : 32;
     for (Fiber& f : fibers) {
       start_fiber(f, run_fiber);
@@ -250,6 +262,25 @@ inline void luminal_mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsign
     d[i] += sum;
   }
   luminal_shim::wait(luminal_shim::warps[warp]);
+}
+// cp.async: a copy lands only when a wait completes its group, so code that reads shared memory before waiting
+// for the copy into it reads the old bytes here (on the device it may read either).
+inline void luminal_copy_async16(void* shared, const void* global, bool valid) {
+  luminal_shim::async_copies[threadIdx.x].open.push_back({shared, global, valid});
+}
+inline void luminal_copy_async_commit() {
+  luminal_shim::AsyncCopies& copies = luminal_shim::async_copies[threadIdx.x];
+  copies.committed.push_back(std::move(copies.open));
+  copies.open.clear();
+}
+template <int pending>
+void luminal_copy_async_wait() {
+  luminal_shim::AsyncCopies& copies = luminal_shim::async_copies[threadIdx.x];
+  while (copies.committed.size() > static_cast<std::size_t>(pending)) {
+    for (const luminal_shim::AsyncCopy& c : copies.committed.front())
+      c.valid ? (void)std::memcpy(c.to, c.from, 16) : (void)std::memset(c.to, 0, 16);
+    copies.committed.erase(copies.committed.begin());
+  }
 }
 // Fibers switch only at barriers, so a read-modify-write is atomic.
 inline unsigned long long atomicCAS(unsigned long long* at, unsigned long long compare, unsigned long long value) {

@@ -257,6 +257,7 @@ TEST_CASE("the expert GEMM's printed source over bf16 activations as stored and 
         const DType dtypes[] = {activations, DType::BF16, DType::I32};
         const auto kernel = cuda::expert_gemm_kernel(spec, dtypes, 0);
         CHECK(kernel->parts() == (activations == DType::BF16 ? 1 : 3));
+        CHECK(kernel->copies_activations() == (activations == DType::BF16));  // stored in order, rows of whole vectors
         HostBuffer out(DType::F32, static_cast<std::size_t>(rows * outputs));
         const HostBuffer* inputs[] = {&xs, &ws, &ps};
         luminal_test::PrintedSourceExecutor printed;
@@ -279,6 +280,16 @@ TEST_CASE("the expert GEMM's printed source over bf16 activations as stored and 
             const auto facts = cuda::sass_facts(*cubin, std::string(kernel->entry()));
             REQUIRE(facts.has_value());
             products.push_back(static_cast<std::size_t>(facts->tensor_products));
+            // The model prices a thread's weight copies of two slices in flight, as the compiled code has them, alone
+            // and in a launch group beside another (a MoE layer's gate and up: loads into registers lost half of
+            // theirs to the group's scheduling).
+            CHECK(facts->main_loop_bytes_in_flight == 16.0 * cuda::kGemmWeightVectors * cuda::kGemmStages);
+            CHECK(facts->stack_bytes == 0);
+            const std::string source = kernel->source();
+            const std::string group = cuda::group_source({{source, kernel->entry()}, {source, kernel->entry()}});
+            const auto grouped = cuda::sass_facts(*cuda::Nvrtc::get().compile(group, 90, "group"), std::string(cuda::kGroupEntry));
+            REQUIRE(grouped.has_value());
+            CHECK(grouped->main_loop_bytes_in_flight == facts->main_loop_bytes_in_flight);
         }
 #endif
     }

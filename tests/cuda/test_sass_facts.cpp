@@ -90,6 +90,27 @@ TEST_CASE("SASS facts of kernels whose shape is known: loads in flight, a serial
     CHECK(chain.main_loop_bytes_in_flight == 4);
     CHECK(chain.serial_load_loops == 1);
 
+    // A pipeline of copies to shared memory (cp.async): two 16-byte copies per trip, each trip waiting only for the
+    // trip before, so both trips' copies are in flight while it waits.
+    const cuda::SassFacts copies = facts_of(R"cu(extern "C" __global__ void copies(const float4* __restrict__ in, float* out, int n) {
+  __shared__ __align__(16) float4 stage[2][512];
+  float acc = 0.0f;
+  int s = 0;
+  #pragma unroll 1
+  for (int i = threadIdx.x; i + 256 < n; i += 512, s ^= 1) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&stage[s][threadIdx.x])), "l"(in + i) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&stage[s][threadIdx.x + 256])), "l"(in + i + 256) : "memory");
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    const float4 a = stage[s ^ 1][threadIdx.x], b = stage[s ^ 1][threadIdx.x + 256];
+    acc += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+  }
+  out[threadIdx.x] = acc;
+})cu", "copies");
+    CHECK(copies.main_loop_loads == 2);
+    CHECK(copies.main_loop_bytes_in_flight == 2 * 32);
+    CHECK(copies.serial_load_loops == 0);
+
     // A 64-bit division by a value known only at run time is a subroutine call.
     const cuda::SassFacts divide = facts_of(R"(extern "C" __global__ void divide(const long long* a, long long b, long long* out) {
   out[threadIdx.x] = a[threadIdx.x] / b;

@@ -8,7 +8,10 @@
 // expert GEMV reads them once per 8 or fewer). Per kGemmDepth-wide slice of
 // K the block stages the rows' activations and its weight rows in shared
 // memory as bf16, and each of its 8 warps multiplies all the rows by its 16
-// columns with mma.sync m16n8k16 (f32 accumulation). Each f32 activation is
+// columns with mma.sync m16n8k16 (f32 accumulation). The weight rows (and
+// bf16 activations stored in order) are copied without passing through
+// registers (cp.async) into one of kGemmStages buffers: the next slice's
+// copies are in flight while the current slice is multiplied. Each f32 activation is
 // carried as three bf16 parts, hi = bf16(a), mid = bf16(a - hi) and
 // lo = a - hi - mid (exact: each part takes 8 of the 24 significand bits), and
 // each part is multiplied in: the products are exact, so the op computes
@@ -33,14 +36,17 @@ inline constexpr int kGemmColumns = 128;  // output columns a block takes: 16 pe
 inline constexpr int kGemmDepth = 32;     // K values a slice stages: two k16 steps
 inline constexpr int kGemmStride = 40;    // bf16 values a staged row takes (padded against bank conflicts)
 inline constexpr int kGemmParts = 3;      // bf16 parts of an f32 activation
-// 16-byte weight vectors a thread of a 256-thread block stages per slice, loaded together.
+inline constexpr int kGemmStages = 2;     // slices in shared memory: one multiplied while the next is copied
+// 16-byte vectors a thread of a 256-thread block copies per slice, all in flight together: weights and activations.
 inline constexpr int kGemmWeightVectors = kGemmColumns * kGemmDepth / 8 / kThreadsPerBlock;
+inline constexpr int kGemmActivationVectors = kGemmRows * kGemmDepth / 8 / kThreadsPerBlock;
 
 // bf16 parts an activation of `dtype` is multiplied in as: a bf16 one as stored, an f32 one exactly.
 inline constexpr int gemm_parts(DType dtype) { return dtype == DType::BF16 ? 1 : kGemmParts; }
-// Shared memory a slice stages: each part of the tile's activations, then the block's weight rows.
-inline constexpr std::size_t gemm_stage_bytes(int parts) {
-    return (static_cast<std::size_t>(parts) * kGemmRows + kGemmColumns) * kGemmStride * sizeof(std::uint16_t);
+// Shared memory the slices take: the tile's activations (a buffer per stage where they are copied as stored, else
+// one per part), then the block's weight rows, a buffer per stage.
+inline constexpr std::size_t gemm_stage_bytes(int activation_tiles) {
+    return (static_cast<std::size_t>(activation_tiles) * kGemmRows + kGemmStages * kGemmColumns) * kGemmStride * sizeof(std::uint16_t);
 }
 
 struct ExpertGemmOp {
@@ -67,6 +73,12 @@ struct ExpertGemmKernel final : CustomKernel {
     std::string source() const override;  // expert_gemm_source.hpp
     std::string_view entry() const override { return "luminal_expert_gemm"; }
     int parts() const { return gemm_parts(inputs[0]); }
+    // bf16 activations stored in order, each row whole 16-byte vectors, are copied as stored, as the weights are.
+    bool copies_activations() const {
+        const auto k = depth.as_constant();
+        return parts() == 1 && views[0].is_contiguous() && k && *k % 8 == 0;
+    }
+    int activation_tiles() const { return copies_activations() ? kGemmStages : parts(); }
 
     static std::int64_t columns(std::int64_t n) { return (n + kGemmColumns - 1) / kGemmColumns; }
     std::int64_t live_blocks(const DynMap& dims) const {
@@ -76,7 +88,7 @@ struct ExpertGemmKernel final : CustomKernel {
         KernelGeometry g;
         g.grid = static_cast<unsigned>(std::max<std::int64_t>(live_blocks(dims), 0));
         g.block = kThreadsPerBlock;
-        g.shared_bytes = gemm_stage_bytes(parts()) + expert_grouping_shared_bytes(experts.eval(dims));
+        g.shared_bytes = gemm_stage_bytes(activation_tiles()) + expert_grouping_shared_bytes(experts.eval(dims));
         return g;
     }
     LaunchWork work(const DynMap& dims, std::span<const SourceInfo> sources, const KernelGeometry& g,
@@ -92,8 +104,8 @@ struct ExpertGemmKernel final : CustomKernel {
         add_expert_reads(w, sources, 1, slots * n * k, tiles, r, k, static_cast<double>(columns(static_cast<std::int64_t>(n))),
                          static_cast<double>(w.grid), device);
         add_write(w, r * n * sizeof(float), device);
-        w.dram_in_flight = 16.0 * kGemmWeightVectors;
-        w.l2_in_flight = 16;
+        w.dram_in_flight = 16.0 * kGemmWeightVectors * kGemmStages;
+        w.l2_in_flight = copies_activations() ? 16.0 * kGemmActivationVectors * kGemmStages : 16;
         // A tile's m16 tiles that hold rows are multiplied, once per part of the activations.
         const double rows_multiplied = slots > 0 ? std::min(std::ceil(r / slots / 16) * 16, tiles * kGemmRows) : 0;
         w.mma_flops = 2 * parts() * slots * rows_multiplied * n * k;

@@ -16,14 +16,25 @@ namespace luminal::cuda {
 // Products of a 16-byte weight vector with the activation values beside it,
 // a warp's tensor-core product of bf16 tiles (mma.sync m16n8k16, f32
 // accumulation), a float rounded to bf16 bits (nearest even; the values
-// rounded are finite), and the block's dynamic shared memory (the host shim
-// gives its own shared memory and product).
+// rounded are finite), the block's dynamic shared memory, and 16-byte copies
+// from global to shared memory that bypass registers (cp.async: zeros where
+// not valid, committed as a group, waited for until at most `pending` newer
+// groups are in flight), so a tile's loads stay in flight whatever order the
+// compiler gives the code around them (the host shim gives its own shared
+// memory, product and copies).
 inline constexpr std::string_view kGemvPrelude = R"(#ifndef LUMINAL_HOST_SHIM
 __device__ __forceinline__ float* luminal_dynamic_shared() { extern __shared__ __align__(16) float luminal_dynamic[]; return luminal_dynamic; }
 __device__ __forceinline__ void luminal_mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+__device__ __forceinline__ void luminal_copy_async16(void* shared, const void* global, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(shared)), "l"(global),
+               "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void luminal_copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int pending>
+__device__ __forceinline__ void luminal_copy_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(pending) : "memory"); }
 #endif
 __device__ __forceinline__ unsigned luminal_bf16_bits(float f) {
   const unsigned u = __float_as_uint(f);

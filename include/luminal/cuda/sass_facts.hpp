@@ -6,7 +6,8 @@
 // subroutine calls on the GPU), and, for the main loop (the one streaming the
 // most bytes of 16-byte loads per trip), its instructions and the bytes of
 // global loads a thread has issued before the first instruction that waits on
-// one of them: what Little's law needs.
+// one of them (for copies to shared memory, cp.async, times the trips a wait
+// leaves in flight): what Little's law needs.
 //
 // cuobjdump and nvdisasm come with the CUDA toolkit or as PyPI wheels
 // (scripts/setup.sh installs those in build/cuda-tools/bin); they are looked for
@@ -93,19 +94,31 @@ inline bool reads_every_operand(std::string_view opcode) {
     return false;
 }
 
-// Bytes of global loads issued in `body` before an instruction reads a register one of them writes.
+// Global loads: into registers (LDG) or copied to shared memory without them (LDGSTS, cp.async); not LDGDEPBAR,
+// which commits a group of copies.
+inline bool is_global_load(std::string_view opcode) { return opcode.starts_with("LDG") && !opcode.starts_with("LDGDEPBAR"); }
+inline bool is_async_copy(std::string_view opcode) { return opcode.starts_with("LDGSTS"); }
+
+// Bytes of global loads issued in `body` before an instruction reads a register one of them writes, or, for
+// copies to shared memory, before a DEPBAR waits for them.
 inline std::pair<int, double> loads_before_first_use(std::span<const Instruction> body) {
     std::set<int> pending;
     int loads = 0;
     double bytes = 0;
     for (const Instruction& i : body) {
+        if (i.opcode.starts_with("DEPBAR") && loads > 0) return {loads, bytes};
+        if (is_async_copy(i.opcode)) {
+            ++loads;
+            bytes += load_bytes(i.opcode);
+            continue;
+        }
         const std::size_t comma = i.operands.find(',');
         const std::string_view sources =
             reads_every_operand(i.opcode) || comma == std::string::npos ? std::string_view(i.operands)
                                                                         : std::string_view(i.operands).substr(comma + 1);
         for (int r : registers_in(sources))
             if (pending.contains(r)) return {loads, bytes};
-        if (i.opcode.starts_with("LDG")) {
+        if (is_global_load(i.opcode)) {
             const std::set<int> destination = registers_in(std::string_view(i.operands).substr(0, comma));
             const int width = load_bytes(i.opcode);
             for (int r : destination)
@@ -117,9 +130,23 @@ inline std::pair<int, double> loads_before_first_use(std::span<const Instruction
     return {loads, bytes};
 }
 
+// The most groups of copies to shared memory a wait leaves in flight (DEPBAR.LE SB0, n: cp.async.wait_group n): a
+// pipeline's loop issues a group per trip, so n + 1 trips' copies are in flight while it waits.
+inline int newer_groups_in_flight(const std::vector<Instruction>& code) {
+    static const std::regex wait(R"(SB0,\s*0x([0-9a-f]+))");
+    int most = 0;
+    for (const Instruction& i : code) {
+        std::smatch m;
+        if (i.opcode.starts_with("DEPBAR") && std::regex_search(i.operands, m, wait))
+            most = std::max(most, static_cast<int>(std::stoul(m[1], nullptr, 16)));
+    }
+    return most;
+}
+
 inline SassFacts facts_of(const std::vector<Instruction>& code) {
     SassFacts f;
     f.instructions = static_cast<int>(code.size());
+    const int newer_groups = newer_groups_in_flight(code);
     static const std::regex target(R"(0x([0-9a-f]+))");
     std::vector<std::pair<std::size_t, std::size_t>> loops;  // [first, last] of each backward branch's body
     for (std::size_t i = 0; i < code.size(); ++i) {
@@ -144,13 +171,15 @@ inline SassFacts facts_of(const std::vector<Instruction>& code) {
         int loads = 0;
         double bytes_per_trip = 0, vector_bytes = 0;
         for (const Instruction& i : body) {
-            if (!i.opcode.starts_with("LDG")) continue;
+            if (!is_global_load(i.opcode)) continue;
             ++loads;
             bytes_per_trip += load_bytes(i.opcode);
             if (load_bytes(i.opcode) == 16) vector_bytes += 16;
         }
         if (loads == 0) continue;
-        const auto [issued, bytes] = loads_before_first_use(body);
+        auto [issued, bytes] = loads_before_first_use(body);
+        if (std::all_of(body.begin(), body.end(), [](const Instruction& i) { return !is_global_load(i.opcode) || is_async_copy(i.opcode); }))
+            bytes *= 1 + newer_groups;
         if (issued <= 1) ++f.serial_load_loops;
         const std::tuple<double, double, std::size_t> rank{vector_bytes, bytes_per_trip, body.size()};
         if (rank > best) {
@@ -221,7 +250,7 @@ inline std::optional<std::filesystem::path> tool_folder() {
 
 // The facts cache file's key: what the facts were read from. Its version changes with what parse() reads.
 inline std::string cache_key(std::span<const char> cubin, std::string_view entry) {
-    std::string key = fmt::format("luminal sass facts 2\n{}\n{}\n", entry, cubin.size());
+    std::string key = fmt::format("luminal sass facts 3\n{}\n{}\n", entry, cubin.size());
     key.append(cubin.data(), cubin.size());
     return key;
 }
