@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nvrtc_coverage.hpp"
+#include "printed_source_runner.hpp"
 
 using namespace luminal;
 
@@ -28,18 +29,29 @@ cuda::Kernel sum_rows_kernel(cuda::ReduceStrategy strategy) {
 
 }  // namespace
 
-TEST_CASE("a gather index out of range is an Error naming the node, not a wild read") {
+namespace {
+
+template <typename Runtime>
+void check_gather_fault(const char* message) {
     Graph g;
     auto table = g.named_tensor("table", {4, 2});
     auto ids = g.named_tensor("ids", {3}, DType::I32);
     auto rows = ops::index_select(table, 0, ids).output();
-    auto rt = g.compile(luminal_test::CompilingEmulator{});
+    auto rt = g.compile(Runtime{});
     rt.set_data(table, std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
     rt.set_data(ids, std::vector<std::int32_t>{3, 0, 1});
     rt.execute(g.dyn_map());
     CHECK(rt.get_f32(rows) == std::vector<float>{6, 7, 0, 1, 2, 3});
     rt.set_data(ids, std::vector<std::int32_t>{1, 9, 0});
-    CHECK_THROWS_WITH_AS(rt.execute(g.dyn_map()), doctest::Contains("out of range"), Error);
+    CHECK_THROWS_WITH_AS(rt.execute(g.dyn_map()), doctest::Contains(message), Error);
+}
+
+}  // namespace
+
+// The printed source reports the fault after the element's loads (read at 0 in the meantime), not between them.
+TEST_CASE("a gather index out of range is an Error naming the node, not a wild read: kernel IR and printed source") {
+    check_gather_fault<luminal_test::CompilingEmulator>("out of range");
+    check_gather_fault<luminal_test::PrintedSourceEmulator>("kernel fault 1");
 }
 
 TEST_CASE("a scatter with repeated indexes keeps the last write, as the device's claim pass does") {

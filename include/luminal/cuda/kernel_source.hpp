@@ -241,9 +241,13 @@ inline std::string unary_value(OpKind op, const std::string& x) {
 // The statements computing a body at index variable `index`; its result is
 // v<last>. A load whose entry in `loaded` is not empty takes that value
 // instead (one the caller loaded); a row stage's value is the local stage<j>.
+// Faults (a gather index out of range, read at 0 instead; a modulo by zero)
+// are reported after the body: a branch between two loads would keep the
+// compiler from issuing the second before the first returns.
 inline void print_body(const Body& body, const std::string& index, ExpressionPrinter& exprs, std::string& out,
                        std::span<const std::string> loaded = {}) {
     const auto& steps = body.steps;
+    std::string faults;
     for (std::size_t j = 0; j < steps.size(); ++j) {
         const Step& s = steps[j];
         const std::string v = fmt::format("v{}", j), type = value_type(s.dtype);
@@ -259,9 +263,11 @@ inline void print_body(const Body& body, const std::string& index, ExpressionPri
                     const Step& src = steps[static_cast<std::size_t>(s.at)];
                     at = fmt::format("g{}", j);
                     const std::string numel = exprs.print(s.view.numel(), index);
-                    out += fmt::format("    i64 {} = {};\n", at, convert(src.dtype, DType::I64, operand(static_cast<std::uint16_t>(s.at))));
-                    out += fmt::format("    if ({0} < 0 || {0} >= {1}) {{ luminal_fault(fault, {2}, node, {0}, {1}); {0} = 0; }}\n",
-                                       at, numel, static_cast<int>(FaultCode::GatherIndex));
+                    out += fmt::format("    const i64 r{0} = {1};\n    const bool bad{0} = r{0} < 0 || r{0} >= {2};\n"
+                                       "    const i64 {3} = bad{0} ? 0 : r{0};\n",
+                                       j, convert(src.dtype, DType::I64, operand(static_cast<std::uint16_t>(s.at))), numel, at);
+                    faults += fmt::format("    if (bad{0}) luminal_fault(fault, {1}, node, r{0}, {2});\n", j,
+                                          static_cast<int>(FaultCode::GatherIndex), numel);
                 }
                 const std::string position = exprs.print(s.view.index_expression(), at);
                 const std::string valid = exprs.print(s.view.valid_expression(), at);
@@ -286,9 +292,9 @@ inline void print_body(const Body& body, const std::string& index, ExpressionPri
             case StepKind::Binary: {
                 const DType at = steps[s.a].dtype, bt = steps[s.b].dtype;
                 if (!is_float(at) && s.op == OpKind::Mod)
-                    out += fmt::format("    if ({} == 0) luminal_fault(fault, {}, node, {}, 0);\n",
-                                       is_float(bt) ? "luminal_f2i(" + operand(s.b) + ")" : operand(s.b),
-                                       static_cast<int>(FaultCode::ModuloByZero), index);
+                    faults += fmt::format("    if ({} == 0) luminal_fault(fault, {}, node, {}, 0);\n",
+                                          is_float(bt) ? "luminal_f2i(" + operand(s.b) + ")" : operand(s.b),
+                                          static_cast<int>(FaultCode::ModuloByZero), index);
                 std::string value = binary_value(s, at, operand(s.a), bt, operand(s.b));
                 if (!is_float(at) && s.op == OpKind::Mod)
                     value = fmt::format("{} == 0 ? 0LL : {}", is_float(bt) ? "luminal_f2i(" + operand(s.b) + ")" : operand(s.b), value);
@@ -298,6 +304,7 @@ inline void print_body(const Body& body, const std::string& index, ExpressionPri
             }
         }
     }
+    out += faults;
 }
 
 // The kernel's parameters: out, the inputs, a scratch buffer where it keeps one, dims, fault and node.
