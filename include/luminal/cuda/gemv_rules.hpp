@@ -192,9 +192,10 @@ struct GemvAbsorbsEpilogue {
             bool any = false;
             for (std::size_t i = 0; i < region_kids.size(); ++i)
                 for (ENodeId n : g.class_nodes(region_kids[i])) {
-                    if (!g.alive(n)) continue;
+                    // The op is in the e-node's own record: most nodes are passed over without reading their spec.
+                    if (!g.alive(n) || g.node(n).op != op_symbol<cuda::GemvOp>) continue;
                     const NodeSpec& s = ctx.spec(g, n);
-                    if (s.kind != op_symbol<cuda::GemvOp> || s.shape != spec.shape) continue;
+                    if (s.shape != spec.shape) continue;
                     const cuda::GemvOp* op = s.payload_as<cuda::GemvOp>();
                     if (!op->epilogue) plain[i].emplace_back(g, n, &s, op), any = true;
                 }

@@ -172,15 +172,23 @@ inline bool may_stage(const NodeSpec& s, const RowDraft& row, const Expression& 
     return !s.op.payload && (s.kind == sym(OpKind::SumReduce) || s.kind == sym(OpKind::MaxReduce)) && s.op.axis == last;
 }
 
+// Whether e-node n's op is one may_stage can accept, read from the e-node's
+// own record: most nodes of a class are passed over without reading their spec.
+inline bool stage_op(const EGraph& g, ENodeId n) {
+    const Symbol op = g.node(n).op;
+    return op == op_symbol<FusedElementwiseOp> || op == op_symbol<cuda::ReduceOp> || op == sym(OpKind::SumReduce) ||
+           op == sym(OpKind::MaxReduce);
+}
+
 // What the stage node n of input t's class computes (a node may_stage
-// accepts) reads: its inputs' classes and views in the row's index space;
-// nullopt where a view has none.
+// accepts) reads: its inputs' classes and views in the row's index space,
+// into `reads` (a buffer reused from node to node); false where a view has none.
 using StageReads = std::vector<std::pair<ClassId, ShapeTracker>>;
-inline std::optional<StageReads> stage_reads(const EGraph& g, const HlirContext& ctx, const RowDraft& row, ENodeId n) {
+inline bool stage_reads(const EGraph& g, const HlirContext& ctx, const RowDraft& row, ENodeId n, StageReads& reads) {
     const std::size_t last = row.shape.size() - 1;
     const NodeSpec& s = ctx.spec(g, n);
     auto kids = g.children(n);
-    StageReads reads;
+    reads.clear();
     if (s.payload_as<FusedElementwiseOp>()) {
         const Shape outer = row.outer();
         for (std::size_t k = 0; k < kids.size(); ++k) {
@@ -188,22 +196,22 @@ inline std::optional<StageReads> stage_reads(const EGraph& g, const HlirContext&
             const ShapeTracker* per_row = &s.views[k];
             if (s.shape != outer) {
                 const std::optional<ShapeTracker>& r = reshaped(s.views[k], outer);
-                if (!r) return std::nullopt;
+                if (!r) return false;
                 per_row = &*r;
             }
             reads.emplace_back(g.find(kids[k]), per_row->expand_dim(last, row.shape.back()));
         }
-        return reads;
+        return true;
     }
     for (std::size_t k = 0; k < kids.size(); ++k) {
         // The view's dims compared in place, without building them: this runs for every candidate stage.
         const auto& axes = s.views[k].axes();
         if (!std::equal(axes.begin(), axes.end(), row.shape.begin(), row.shape.end(),
                         [](const ShapeTracker::Axis& a, const Expression& d) { return a.size == d; }))
-            return std::nullopt;
+            return false;
         reads.emplace_back(g.find(kids[k]), s.views[k]);
     }
-    return reads;
+    return true;
 }
 
 // The stage node n computes: a fold over the row or a per-row region, reading `reads` (stage_reads'), which join `row`.
@@ -225,24 +233,26 @@ inline RowStage stage_of(const EGraph& g, const HlirContext& ctx, RowDraft& row,
 
 // The best stage for input t: the node of its class adding the fewest new
 // inputs, then the one computing the most inside the kernel. Candidates are
-// scored from what they read; only the best is built into a draft.
-inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx, const RowDraft& row, std::size_t t) {
+// scored from what they read; only the best is built into a draft. `rows`
+// is product(row.outer()).
+inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx, const RowDraft& row, const Expression& rows,
+                                        std::size_t t) {
     const ClassId c = row.children[t];
     std::optional<ENodeId> best;
-    StageReads best_reads;
+    StageReads reads, best_reads;
     std::tuple<std::size_t, std::size_t> best_score{};
-    const Expression rows = product(row.outer());
     for (ENodeId n : g.class_nodes(c)) {
+        if (!g.alive(n) || !stage_op(g, n)) continue;
         const NodeSpec& s = ctx.spec(g, n);
-        if (!g.alive(n) || !may_stage(s, row, rows)) continue;
-        std::optional<StageReads> reads = stage_reads(g, ctx, row, n);
-        if (!reads || std::any_of(reads->begin(), reads->end(), [&](const auto& r) { return r.first == c; })) continue;
+        if (!may_stage(s, row, rows)) continue;
+        if (!stage_reads(g, ctx, row, n, reads) || std::any_of(reads.begin(), reads.end(), [&](const auto& r) { return r.first == c; }))
+            continue;
         std::size_t added = 0;  // the reads the draft does not have yet, each counted once
-        for (std::size_t i = 0; i < reads->size(); ++i) {
-            auto same = [&](ClassId k, const ShapeTracker& v) { return k == (*reads)[i].first && v == (*reads)[i].second; };
+        for (std::size_t i = 0; i < reads.size(); ++i) {
+            auto same = [&](ClassId k, const ShapeTracker& v) { return k == reads[i].first && v == reads[i].second; };
             bool known = false;
             for (std::size_t j = 0; j < row.children.size() && !known; ++j) known = same(row.children[j], row.views[j]);
-            for (std::size_t j = 0; j < i && !known; ++j) known = same((*reads)[j].first, (*reads)[j].second);
+            for (std::size_t j = 0; j < i && !known; ++j) known = same(reads[j].first, reads[j].second);
             added += !known;
         }
         std::size_t computed = 0;
@@ -251,7 +261,7 @@ inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx,
         const std::tuple<std::size_t, std::size_t> score{added, kMaxFusedSteps - std::min(computed, kMaxFusedSteps)};
         if (best && score >= best_score) continue;
         best = n;
-        best_reads = std::move(*reads);
+        std::swap(best_reads, reads);
         best_score = score;
     }
     if (!best) return std::nullopt;
@@ -264,11 +274,12 @@ inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx,
 // Absorbs every per-row input it can; false when none was. `broadcast` is row_broadcast(row.shape).
 inline bool grow(const EGraph& g, const HlirContext& ctx, RowDraft& row, const Reads& broadcast) {
     bool grew = false;
+    const Expression rows = product(row.outer());
     for (bool again = true; again && row.op.stages.size() < kMaxRowStages;) {
         again = false;
         for (std::size_t t = 0; t < row.children.size(); ++t) {
             if (!broadcast.same_as(row.views[t])) continue;
-            auto trial = absorbed(g, ctx, row, t);
+            auto trial = absorbed(g, ctx, row, rows, t);
             if (!trial || trial->children.empty() || trial->children.size() > kMaxFusedInputs) continue;
             row = std::move(*trial);
             grew = again = true;

@@ -208,34 +208,31 @@ struct FuseProducer {
     static constexpr bool reads_child_classes = true;
     static constexpr std::array<Symbol, 3> reads_child_ops = {sym(OpKind::Constant), sym(OpKind::Iota), op_symbol<FusedElementwiseOp>};
 
-    // The e-node absorbed for an input, the steps computing it, and the inputs they read.
+    // The steps computing an absorbed input, and the inputs they read.
     struct Absorbed {
-        ENodeId producer;
         std::vector<FusedStep> steps;
         std::vector<std::pair<ClassId, ShapeTracker>> inputs;
     };
+    // The e-node a region absorbs for input (c, view), and whether it reads its
+    // inputs through that view instead of its own views.
+    struct Producer {
+        ENodeId node;
+        bool through_view;
+    };
 
-    // The steps computing input (c, view) inside a region, if it can be absorbed.
-    // What the view itself allows is worked out once, and only if a producer asks.
-    static std::optional<Absorbed> absorbable(const EGraph& g, const HlirContext& ctx, ClassId c, const ShapeTracker& view,
-                                              const Shape& shape) {
+    // The producer of input (c, view) a region can absorb, if any. What the view
+    // itself allows is worked out once, and only if a producer asks.
+    static std::optional<Producer> producer(const EGraph& g, const HlirContext& ctx, ClassId c, const ShapeTracker& view,
+                                            const Shape& shape) {
         std::optional<bool> pads, in_order;
         auto view_pads = [&] { return pads ? *pads : *(pads = has_padding(view)); };
         auto view_in_order = [&] { return in_order ? *in_order : *(in_order = view.is_contiguous() && view.dims() == shape); };
         for (ENodeId p : g.class_nodes(c)) {
             if (!g.alive(p)) continue;
             const NodeSpec& ps = ctx.spec(g, p);
-            if (ps.kind == sym(OpKind::Constant) && !view_pads())
-                return Absorbed{p, {FusedStep{OpKind::Constant, 0, 0, ps.dtype, ps.op.value, {}}}, {}};
-            if (ps.kind == sym(OpKind::Iota) && !view_pads())
-                return Absorbed{p, {FusedStep{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())}}, {}};
+            if ((ps.kind == sym(OpKind::Constant) || ps.kind == sym(OpKind::Iota)) && !view_pads()) return Producer{p, false};
             if (ps.kind != op_symbol<FusedElementwiseOp> || detail::region_program(ps).steps.size() != 1) continue;
-            auto kids = g.children(p);
-            std::vector<std::pair<ClassId, ShapeTracker>> inputs;
-            if (view_in_order()) {
-                for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), ps.views[k]});
-                return Absorbed{p, detail::region_program(ps).steps, std::move(inputs)};
-            }
+            if (view_in_order()) return Producer{p, false};
             // A producer that reads each input element for element is the same function of its inputs read
             // through the view it is read through (a cast weight read broadcast over the rows): unless the view
             // pads, where the producer of zeros need not be zero.
@@ -243,35 +240,45 @@ struct FuseProducer {
                 return v.is_contiguous() && v.dims() == ps.shape;
             });
             if (!elementwise || view_pads()) continue;
-            for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), view});
-            return Absorbed{p, detail::region_program(ps).steps, std::move(inputs)};
+            return Producer{p, true};
         }
         return std::nullopt;
+    }
+
+    // The steps computing input `view` inside a region, by the producer found for it.
+    static Absorbed absorb(const EGraph& g, const HlirContext& ctx, Producer p, const ShapeTracker& view) {
+        const NodeSpec& ps = ctx.spec(g, p.node);
+        if (ps.kind == sym(OpKind::Constant)) return Absorbed{{FusedStep{OpKind::Constant, 0, 0, ps.dtype, ps.op.value, {}}}, {}};
+        if (ps.kind == sym(OpKind::Iota))
+            return Absorbed{{FusedStep{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())}}, {}};
+        auto kids = g.children(p.node);
+        std::vector<std::pair<ClassId, ShapeTracker>> inputs;
+        for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), p.through_view ? view : ps.views[k]});
+        return Absorbed{detail::region_program(ps).steps, std::move(inputs)};
     }
 
     // Most matches absorb nothing (their inputs have no fused producer yet),
     // and most others are found again after their region grew already (a
     // class they read gained an e-node they do not absorb): what a match can
     // absorb is found, and compared with what it absorbed last time, before
-    // the region is copied to grow.
+    // any step is built or the region copied to grow.
     static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
         const ENodeId matched = m.node<"region">();
-        std::vector<std::pair<std::size_t, Absorbed>> absorbed;  // by input slot of the matched region
+        std::vector<std::pair<std::size_t, Producer>> producers;  // by input slot of the matched region
         std::vector<std::uint32_t> reads;
         {
             const NodeSpec& spec = ctx.spec(g, matched);
             const auto kids = g.children(matched);
             for (std::size_t i = 0; i < kids.size(); ++i) {
                 reads.push_back(g.find(kids[i]));
-                if (auto inner = absorbable(g, ctx, g.find(kids[i]), spec.views[i], spec.shape))
-                    absorbed.push_back({i, std::move(*inner)});
+                if (auto p = producer(g, ctx, g.find(kids[i]), spec.views[i], spec.shape)) producers.push_back({i, *p});
             }
         }
-        if (absorbed.empty()) return;
-        for (const auto& [slot, inner] : absorbed) {
+        if (producers.empty()) return;
+        for (const auto& [slot, p] : producers) {
             reads.push_back(static_cast<std::uint32_t>(slot));
-            reads.push_back(inner.producer);
-            for (const auto& input : inner.inputs) reads.push_back(input.first);
+            reads.push_back(p.node);
+            for (ClassId k : g.children(p.node)) reads.push_back(g.find(k));
         }
         if (ctx.read_before(name, matched, std::move(reads))) return;
         const NodeSpec& matched_spec = ctx.spec(g, matched);
@@ -280,13 +287,14 @@ struct FuseProducer {
         std::vector<ClassId> kids(kids_span.begin(), kids_span.end());
         const std::vector<ClassId> matched_kids = kids;
         bool grew = false;
-        for (const auto& [slot, inner] : absorbed) {
+        for (const auto& [slot, p] : producers) {
             const ClassId c = g.find(matched_kids[slot]);
             const ShapeTracker& view = matched_spec.views[slot];
             // Canonicalisation reorders inputs: find this one again.
             std::size_t i = 0;
             while (i < kids.size() && !(g.find(kids[i]) == c && region.views[i] == view)) ++i;
             if (i == kids.size()) continue;
+            const Absorbed inner = absorb(g, ctx, p, view);
             std::tie(region, kids) = detail::splice(region, kids, i, inner.steps, inner.inputs);
             grew = true;
         }
