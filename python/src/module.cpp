@@ -1,5 +1,5 @@
 // The extension module luminal._luminal: luminal::Error becomes luminal.Error
-// (a RuntimeError carrying the C++ message), then the two halves register.
+// (a RuntimeError carrying the C++ message), then the parts register.
 #include <nanobind/nanobind.h>
 
 #include <luminal/core/error.hpp>
@@ -16,4 +16,5 @@ NB_MODULE(_luminal, m) {
     nb::set_leak_warnings(false);
     luminal_python::bind_graph(m);
     luminal_python::bind_llm(m);
+    luminal_python::bind_torch_call(m);
 }

@@ -132,6 +132,58 @@ def test_aot_cache_rows_are_written_in_place_or_copied_back():
             eager.add_(1.0)
 
 
+class StepCounter(torch.nn.Module):
+    """State a graph mutates without a scatter (transformers' per-layer cache lengths): the
+    runtime computes it out of place, and the call copies it into the caller's tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.steps.add_(1)
+        return self.proj(x) * self.steps
+
+
+def test_dynamo_state_computed_out_of_place_is_copied_into_the_callers_tensor():
+    torch.manual_seed(0)
+    ours, eager = StepCounter(), StepCounter()
+    eager.load_state_dict(ours.state_dict())
+    compiled = torch.compile(ours, backend="luminal")
+    storage = ours.steps.data_ptr()
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(2, 4)
+            torch.testing.assert_close(compiled(x), eager(x), atol=1e-5, rtol=1e-5)
+            assert int(ours.steps) == int(eager.steps)
+    assert ours.steps.data_ptr() == storage
+
+
+def test_a_parameter_given_new_memory_is_read_from_there():
+    # Tensors bound in place are not looked at again while their object and memory are the
+    # same; a parameter whose data is replaced (new memory, same object) is bound again.
+    torch.manual_seed(0)
+    model = Block().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="luminal")
+    x = torch.randn(1, 3, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+        compilations = lt.backend.compilations
+        model.up.weight.data = torch.randn(32, 16)
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+        model.up.weight.mul_(0.5)  # same memory, new values: read in place
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+    assert lt.backend.compilations == compilations  # the same compiled graph, bound again
+
+
+def test_wrong_input_dtype_in_the_aot_path_names_both_dtypes():
+    compiled = lt.compile(Block().eval(), (torch.randn(1, 4, 16),))
+    with pytest.raises(luminal.Error, match=r"input 'x' was compiled for torch.float32, got torch.float64"):
+        compiled(torch.randn(1, 4, 16, dtype=torch.float64))
+
+
 def _unknown_op(x):
     return torch.special.bessel_j0(x) + 1
 

@@ -2,10 +2,12 @@
 eager and torch.compile (inductor), in one process: each path with its own StaticCache, the
 rounds run in turns, medians of the pooled samples, and the ratios of ours to each peer.
 The model is the benchmark suite's `python` configuration (a ~100M random-weight f32 Llama)
-built in memory, so no C++ build is needed; the greedy ids of every path are compared.
+or, with --model 1b, Llama-3.2-1B's shape (1.2B parameters, f32), or with --model tiny ten
+layers so narrow that a step is mostly the per-call overhead around the kernels, built in
+memory, so no C++ build is needed; the greedy ids of every path are compared.
 
-    python python/tools/compile_speed.py [--paths eager,inductor,luminal] [--rounds 5]
-        [--prompt 64] [--decode 16] [--threads 1] [--clock wall|cpu]
+    python python/tools/compile_speed.py [--model 100m|1b|tiny] [--paths eager,inductor,luminal]
+        [--rounds 5] [--prompt 64] [--decode 16] [--threads 1] [--clock wall|cpu]
 
 --clock cpu times by this process's CPU time instead of the wall clock: on a machine that
 other work keeps busy, one thread's CPU time leaves out the time it waited for a core.
@@ -20,8 +22,19 @@ import time
 import warnings
 
 
+MODELS = {
+    "100m": dict(vocab_size=49152, hidden_size=768, num_hidden_layers=10, num_attention_heads=12,
+                 num_key_value_heads=4, intermediate_size=2048, tie_word_embeddings=False),
+    "1b": dict(vocab_size=128256, hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
+               num_key_value_heads=8, intermediate_size=8192, tie_word_embeddings=True),
+    "tiny": dict(vocab_size=128, hidden_size=64, num_hidden_layers=10, num_attention_heads=4,
+                 num_key_value_heads=2, intermediate_size=128, tie_word_embeddings=False),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", choices=sorted(MODELS), default="100m")
     parser.add_argument("--paths", default="eager,inductor,luminal")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--prompt", type=int, default=64)
@@ -38,8 +51,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=49152, hidden_size=768, num_hidden_layers=10, num_attention_heads=12,
-                         num_key_value_heads=4, intermediate_size=2048, tie_word_embeddings=False)
+    config = LlamaConfig(**MODELS[args.model])
     model = LlamaForCausalLM(config).eval()
     prompt = torch.randint(0, config.vocab_size, (1, args.prompt))
     positions = torch.arange(args.prompt)
