@@ -194,8 +194,12 @@ private:
         if (!in.read(reinterpret_cast<char*>(&key_size), sizeof key_size) || key_size != key.size()) return nullptr;
         std::string stored(key_size, '\0');
         if (!in.read(stored.data(), static_cast<std::streamsize>(key_size)) || stored != key) return nullptr;
-        std::vector<char> cubin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (cubin.empty()) return nullptr;
+        // The rest of the file in one read (a character at a time was most of a cached plan's load).
+        std::error_code ec;
+        const std::uintmax_t size = std::filesystem::file_size(file, ec), header = sizeof key_size + key_size;
+        if (ec || size <= header) return nullptr;
+        std::vector<char> cubin(static_cast<std::size_t>(size - header));
+        if (!in.read(cubin.data(), static_cast<std::streamsize>(cubin.size()))) return nullptr;
         return std::make_shared<const std::vector<char>>(std::move(cubin));
     }
 
