@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include "../test_data.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <luminal/cuda.hpp>
 #include <luminal/luminal.hpp>
@@ -74,6 +75,35 @@ TEST_CASE("a bf16 product and the residual added in cuBLASLt's epilogue on the d
     gpu.execute(g.dyn_map());
     ref.execute(g.dyn_map());
     CHECK(luminal_test::max_abs_diff(gpu.get_f32(y), ref.get_f32(y)) < 1e-4);
+}
+
+// k and v as one batched cuBLASLt call (their weights placed side by side when the program loads, the second bound
+// before the first), then rebound (data written into the placed block) and run at a second size.
+TEST_CASE("two products of one activation as one batched cuBLASLt call on the device equal the reference") {
+    Graph g;
+    auto x = g.named_tensor("x", {'s', 256});
+    auto wk = g.named_tensor("wk", {128, 256}, DType::BF16);
+    auto wv = g.named_tensor("wv", {128, 256}, DType::BF16);
+    auto rows = x.cast(DType::BF16).cast(DType::F32);
+    auto k = ops::matmul(rows, ops::transpose(wk.cast(DType::F32), 0, 1)).output();
+    auto v = (ops::matmul(rows, ops::transpose(wv.cast(DType::F32), 0, 1)) * 2.0f).output();
+    CompileOptions options;
+    options.workloads = {{DynMap{{'s', 300}}, 1}};
+    auto [gpu, report] = compile_with_report(g, cuda::CudaRuntime{}, options);
+    const cuda::Plan plan = cuda::plan_program(cuda::schedule_for_groups(report.program));
+    CHECK(std::count_if(plan.batch.begin(), plan.batch.end(), [](std::uint32_t b) { return b != cuda::kNoBatch; }) == 2);
+    auto ref = g.compile(ReferenceRuntime{});
+    for (const std::int64_t s : {300, 77}) {
+        CAPTURE(s);
+        g.set_dim('s', s);
+        const auto xv = ramp(static_cast<std::size_t>(s) * 256, 0.05f), kv = ramp(128 * 256, 0.02f), vv = ramp(128 * 256, -0.03f);
+        gpu.set_data(wv, vv), gpu.set_data(wk, kv), gpu.set_data(x, xv);
+        ref.set_data(wv, vv), ref.set_data(wk, kv), ref.set_data(x, xv);
+        gpu.execute(g.dyn_map());
+        ref.execute(g.dyn_map());
+        CHECK(luminal_test::max_abs_diff(gpu.get_f32(k), ref.get_f32(k)) < 1e-4);
+        CHECK(luminal_test::max_abs_diff(gpu.get_f32(v), ref.get_f32(v)) < 1e-4);
+    }
 }
 
 TEST_CASE("decode-like steps of one size bucket replay one captured graph, each equal to the reference") {

@@ -299,7 +299,8 @@ TEST_CASE("the decode plan of Llama-3.1-8B (bf16 weights and cache, p = 1024): l
 }
 
 TEST_CASE("the prompt plan of Llama-3.1-8B (bf16, 512 tokens): every projection on cuBLASLt's tensor cores, no weight widened, "
-          "the residual adds in their epilogues, each layer's attention one flash kernel writing o_proj's rows") {
+          "k and v, gate and up batched, the residual adds in their epilogues, each layer's attention one flash kernel writing "
+          "o_proj's rows") {
     const auto [prompt, report] = luminal_test::llama8b_decode_plan(2, false, 512, 0);
     CAPTURE(report.to_string());
     std::size_t products = 0;
@@ -342,10 +343,14 @@ TEST_CASE("the prompt plan of Llama-3.1-8B (bf16, 512 tokens): every projection 
         }
     }
     CHECK(flash == 2);
-    // 12 per layer (RMSNorm; k, v, q; the cache writes and RoPE; attention; o_proj; RMSNorm; gate, up; SiLU(gate) * up;
-    // down) and 9 once (RoPE's tables, the embedding, its widening, the last row's norm in two, the head, the
-    // sampler, two outputs).
-    CHECK(report.rows.size() <= 2 * 12 + 9);
+    // 10 per layer (RMSNorm; k and v as one batched call; q; the cache writes and RoPE; attention; o_proj; RMSNorm;
+    // gate and up as one batched call; SiLU(gate) * up; down) and 9 once (RoPE's tables, the embedding, its
+    // widening, the last row's norm in two, the head, the sampler, two outputs).
+    std::size_t batched = 0;
+    for (const luminal::cuda::PlanReportRow& row : report.rows)
+        if (row.kernel == "cuBLASLt" && row.launch.members.size() == 1) ++batched;
+    CHECK(batched == 2 * 2);
+    CHECK(report.rows.size() <= 2 * 10 + 9);
 }
 
 // The residual add the library's epilogue computes (beta = 1): found where the product's operands suit cuBLASLt at every

@@ -14,6 +14,32 @@
 
 namespace luminal::cuda {
 
+// A column-major matrix as cuBLASLt's layout names it: `batch` matrices of
+// rows x cols, column stride `ld`, `stride` elements apart.
+struct BlasLayout {
+    std::int64_t rows = 0, cols = 0, ld = 0, batch = 1, stride = 0;
+};
+
+// The call computing out[b] (m x n, row-major) = a[b] . b[b]^T as the
+// column-major out^T = op(A) . op(B), with cuBLAS's A our b and its B our a^T,
+// so no operand is copied or transposed. `out_stride`: elements between
+// consecutive outputs.
+struct BlasCall {
+    bool transpose_a = false, transpose_b = false;
+    BlasLayout a, b, d;
+};
+
+inline BlasCall blas_call(const BlasOperand& a, const BlasOperand& b, std::int64_t batch, std::int64_t out_stride) {
+    const std::int64_t m = a.rows, n = b.rows, k = a.k;
+    BlasCall call;
+    call.transpose_a = b.row_major;
+    call.transpose_b = !a.row_major;
+    call.a = {b.row_major ? k : n, b.row_major ? n : k, b.ld, batch, b.batch_stride};
+    call.b = {a.row_major ? k : m, a.row_major ? m : k, a.ld, batch, a.batch_stride};
+    call.d = {n, m, n, batch, out_stride};
+    return call;
+}
+
 class BlasLt {
 public:
     static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
@@ -23,21 +49,20 @@ public:
         return blas;
     }
 
-    // out[b] (m x n, row-major, f32) = a[b] (m x k) . b[b]^T (n x k) (+ addend[b], laid out as out, where
-    // `addend` is not 0), for every batch.
+    // out[b] (m x n, row-major, f32, `out_stride` elements after out[b - 1]) = a[b] (m x k) . b[b]^T (n x k)
+    // (+ addend[b], laid out as out, where `addend` is not 0), for every batch.
     void matmul(CuStream stream, DType operands, const BlasOperand& a, CuDevicePtr a_ptr, const BlasOperand& b,
-                CuDevicePtr b_ptr, CuDevicePtr addend, CuDevicePtr out, std::int64_t batch) {
+                CuDevicePtr b_ptr, CuDevicePtr addend, CuDevicePtr out, std::int64_t batch, std::int64_t out_stride) {
         const std::int64_t m = a.rows, n = b.rows, k = a.k;
         const int type = data_type(operands);
+        const BlasCall call = blas_call(a, b, batch, out_stride);
         Desc desc(*this);
-        const int trans = 1, no_trans = 0;
-        // cuBLAS's A is our b (n x k), its B is our a^T (k x m).
-        const int trans_a = b.row_major ? trans : no_trans, trans_b = a.row_major ? no_trans : trans;
+        const int trans_a = call.transpose_a ? 1 : 0, trans_b = call.transpose_b ? 1 : 0;
         check_status(set_desc_(desc.handle, kDescTransA, &trans_a, sizeof trans_a), "cublasLtMatmulDescSetAttribute");
         check_status(set_desc_(desc.handle, kDescTransB, &trans_b, sizeof trans_b), "cublasLtMatmulDescSetAttribute");
-        Layout la(*this, type, b.row_major ? k : n, b.row_major ? n : k, b.ld, batch, b.batch_stride);
-        Layout lb(*this, type, a.row_major ? k : m, a.row_major ? m : k, a.ld, batch, a.batch_stride);
-        Layout ld(*this, kR32F, n, m, n, batch, m * n);
+        Layout la(*this, type, call.a);
+        Layout lb(*this, type, call.b);
+        Layout ld(*this, kR32F, call.d);
         Preference pref(*this);
         HeuristicResult result{};
         int found = 0;
@@ -85,13 +110,12 @@ private:
         Handle handle = nullptr;
     };
     struct Layout {
-        Layout(BlasLt& b, int type, std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t batch, std::int64_t stride)
-            : blas(b) {
-            blas.check_status(blas.create_layout_(&handle, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), ld),
+        Layout(BlasLt& b, int type, const BlasLayout& l) : blas(b) {
+            blas.check_status(blas.create_layout_(&handle, type, static_cast<std::uint64_t>(l.rows), static_cast<std::uint64_t>(l.cols), l.ld),
                               "cublasLtMatrixLayoutCreate");
-            const auto count = static_cast<std::int32_t>(batch);
+            const auto count = static_cast<std::int32_t>(l.batch);
             blas.check_status(blas.set_layout_(handle, kLayoutBatchCount, &count, sizeof count), "cublasLtMatrixLayoutSetAttribute");
-            blas.check_status(blas.set_layout_(handle, kLayoutBatchStride, &stride, sizeof stride), "cublasLtMatrixLayoutSetAttribute");
+            blas.check_status(blas.set_layout_(handle, kLayoutBatchStride, &l.stride, sizeof l.stride), "cublasLtMatrixLayoutSetAttribute");
         }
         ~Layout() { blas.destroy_layout_(handle); }
         BlasLt& blas;

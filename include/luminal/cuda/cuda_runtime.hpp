@@ -29,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "luminal/cuda/arena_layout.hpp"
 #include "luminal/cuda/cublaslt.hpp"
 #include "luminal/cuda/cuda_rules.hpp"
 #include "luminal/cuda/device_memory.hpp"
@@ -94,6 +95,7 @@ public:
             for (auto& [hlir, input] : inputs_)
                 if (const NodeSpec* spec = input_spec(hlir); spec && spec->dtype == input.dtype) kept.emplace(hlir, std::move(input));
         inputs_ = std::move(kept);
+        place_batched_weights();
         last_ = kNone;
         ++generation_;
     }
@@ -171,12 +173,19 @@ private:
     static constexpr std::size_t kPinnedInputBytes = 1u << 16;  // per-step inputs this small are staged in pinned memory
     static constexpr std::size_t kDefaultSharedBytes = 48u << 10;  // dynamic shared memory a kernel gets without asking
 
+    // An input's data: its own buffer, or a place in a block it shares with the
+    // other weights of a batched product (blas_batches.hpp), side by side.
     struct Input {
         DeviceBuffer buffer;
+        std::shared_ptr<DeviceBuffer> block;
+        std::size_t offset = 0, placed_bytes = 0;
         DType dtype = DType::F32;
         std::int64_t count = 0;
+        bool bound = false;
         PinnedBuffer staging;
         bool staging_in_flight = false;
+        CuDevicePtr ptr() const { return block ? block->ptr() + offset : buffer.ptr(); }
+        std::size_t bytes() const { return block ? placed_bytes : buffer.bytes(); }
     };
     // One unit of work an execution enqueues, with its buffers' addresses.
     struct Launch {
@@ -189,6 +198,7 @@ private:
         CuDevicePtr dst = 0, src = 0;
         std::size_t bytes = 0;
         BlasOperand a, b;
+        std::int64_t out_stride = 0;  // Blas: elements between a batch's outputs
         DType operands = DType::F32;
         friend bool operator==(const Launch&, const Launch&) = default;
     };
@@ -231,8 +241,7 @@ private:
         bool exact_dims = false;                     // a cuBLASLt call takes the exact sizes
         std::vector<std::int64_t> numel, planned;
         DynMap planned_for;  // the bucket numel/planned/the arena plan are for
-        std::optional<ArenaPlan> arena_plan;
-        std::vector<std::size_t> winner_of;
+        std::optional<ArenaLayout> arena_plan;
         std::vector<DeviceBuffer> output_buffers;
         std::vector<DeviceBuffer> scratch;  // by node: a custom kernel's memory kept between executions
         std::vector<std::size_t> prefetch_offset;  // by node: where a small output lands in `prefetched`
@@ -364,6 +373,40 @@ private:
         return variants_.size() - 1;
     }
 
+    // Each batched product's weights side by side in one block, in member
+    // order, so one cuBLASLt call walks them at one stride; data already bound
+    // moves with them.
+    void place_batched_weights() {
+        for (const Variant& v : variants_)
+            for (std::uint32_t id = 0; id < v.nodes.size(); ++id) {
+                if (v.plan.batch[id] != id) continue;
+                const std::vector<std::uint32_t> members = batch_members(v.plan.batch, id);
+                const NodeSpec& first = v.nodes[v.nodes[id].sources[1]].spec;
+                const std::size_t bytes = static_input_bytes(first);
+                std::vector<Input*> weights;
+                for (std::uint32_t m : members) weights.push_back(&inputs_[v.nodes[v.nodes[m].sources[1]].spec.hlir]);
+                bool placed = weights.front()->block != nullptr;
+                for (std::size_t i = 1; i < weights.size(); ++i)
+                    placed = placed && weights[i]->block == weights.front()->block && weights[i]->offset == weights.front()->offset + i * bytes;
+                if (placed) continue;
+                auto block = std::make_shared<DeviceBuffer>();
+                block->reserve(bytes * weights.size());
+                for (std::size_t i = 0; i < weights.size(); ++i) {
+                    Input& in = *weights[i];
+                    if (in.bound) {
+                        check_call(api().memcpy_dtod_async(block->ptr() + i * bytes, in.ptr(), bytes, stream_), "cuMemcpyDtoDAsync");
+                        check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
+                    }
+                    in.buffer = DeviceBuffer{};
+                    in.block = block;
+                    in.offset = i * bytes;
+                    in.placed_bytes = bytes;
+                    in.dtype = first.dtype;
+                }
+                ++generation_;
+            }
+    }
+
     // Binding keeps the input's buffer where the data fits, so a decode step's
     // new token enqueues the same work as the last one; a small input of a
     // dynamic shape (bound every step) goes up from pinned memory without a
@@ -371,20 +414,23 @@ private:
     void bind_input(NodeId hlir, const NodeSpec& spec, std::span<const std::byte> bytes, std::size_t count) {
         Input& in = inputs_[hlir];
         in.dtype = spec.dtype;
-        if (in.buffer.reserve(bytes.size())) ++generation_;
+        check(!in.block || bytes.size() == in.placed_bytes, "set_data", "input '{}' (node {}) of {} bytes placed for {}", spec.op.label,
+              hlir, bytes.size(), in.placed_bytes);
+        if (!in.block && in.buffer.reserve(bytes.size())) ++generation_;
         in.count = static_cast<std::int64_t>(count);
+        in.bound = true;
         if (bytes.empty()) return;
         host_device_bytes_ += bytes.size();
         const bool per_step = std::any_of(spec.shape.begin(), spec.shape.end(), [](const Expression& d) { return !d.dims().empty(); });
         if (!per_step || bytes.size() > kPinnedInputBytes) {
-            check_call(api().memcpy_htod_async(in.buffer.ptr(), bytes.data(), bytes.size(), stream_), "cuMemcpyHtoDAsync");
+            check_call(api().memcpy_htod_async(in.ptr(), bytes.data(), bytes.size(), stream_), "cuMemcpyHtoDAsync");
             check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
             return;
         }
         if (in.staging_in_flight) check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
         in.staging.reserve(bytes.size());
         std::memcpy(in.staging.data(), bytes.data(), bytes.size());
-        check_call(api().memcpy_htod_async(in.buffer.ptr(), in.staging.data(), bytes.size(), stream_), "cuMemcpyHtoDAsync");
+        check_call(api().memcpy_htod_async(in.ptr(), in.staging.data(), bytes.size(), stream_), "cuMemcpyHtoDAsync");
         in.staging_in_flight = true;
     }
 
@@ -406,21 +452,16 @@ private:
 
     // Sizes every result (and each scatter's claim table) for `bucket` and places them in the arena.
     void plan_memory(Variant& v, const DynMap& dims, const DynMap& bucket) {
-        std::vector<ArenaRequest> requests;
-        v.winner_of.assign(v.nodes.size(), kNone);
+        std::vector<std::size_t> result_bytes(v.nodes.size(), 0), claim_bytes(v.nodes.size(), 0);
         for (std::uint32_t id = 0; id < v.nodes.size(); ++id) {
             const NodeSpec& spec = v.nodes[id].spec;
             v.planned[id] = std::max(numel_of(spec.shape, dims, id), numel_of(spec.shape, bucket, id));
             const std::size_t bytes = static_cast<std::size_t>(v.planned[id]) * size_of(spec.dtype);
-            requests.push_back(in_arena(v, id) ? ArenaRequest{bytes, id, v.plan.last_use[id]} : ArenaRequest{0, id, id});
+            if (in_arena(v, id)) result_bytes[id] = bytes;
+            if (v.plan.nodes[id].scatter) claim_bytes[id] = static_cast<std::size_t>(v.planned[id]) * sizeof(std::int32_t);
             if (spec.kind == symbol_of(OpKind::Output) && !v.plan.nodes[id].aliases_source && v.output_buffers[id].reserve(bytes))
                 ++generation_;
         }
-        for (std::uint32_t id = 0; id < v.nodes.size(); ++id)
-            if (v.plan.nodes[id].scatter) {
-                v.winner_of[id] = requests.size();
-                requests.push_back({static_cast<std::size_t>(v.planned[id]) * sizeof(std::int32_t), id, id});
-            }
         for (std::uint32_t id = 0; id < v.nodes.size(); ++id)
             if (const auto& custom = v.plan.nodes[id].custom)
                 if (const std::size_t bytes = custom->scratch_bytes(bucket); bytes > v.scratch[id].bytes()) {
@@ -428,7 +469,7 @@ private:
                     check_call(api().memset_d8_async(v.scratch[id].ptr(), 0, v.scratch[id].bytes(), stream_), "cuMemsetD8Async");
                     ++generation_;
                 }
-        v.arena_plan = plan_arena(requests);
+        v.arena_plan = plan_arena_layout(v.plan, result_bytes, claim_bytes);
         v.planned_for = bucket;
         if (arena_.bytes() < v.arena_plan->bytes) {
             check_call(api().stream_synchronize(stream_), "cuStreamSynchronize");
@@ -440,8 +481,8 @@ private:
     CuDevicePtr data_of(const Variant& v, std::uint32_t id) const {
         const PlannedNode& p = v.plan.nodes[id];
         if (p.aliases_source) return data_of(v, v.nodes[id].sources[0]);
-        if (p.in_place_input) return input_of(v, *p.in_place_input).buffer.ptr();
-        if (p.role == PlannedNode::Role::Input) return input_of(v, id).buffer.ptr();
+        if (p.in_place_input) return input_of(v, *p.in_place_input).ptr();
+        if (p.role == PlannedNode::Role::Input) return input_of(v, id).ptr();
         if (p.role == PlannedNode::Role::Constant || v.nodes[id].spec.kind == symbol_of(OpKind::Output))
             return v.output_buffers[id].ptr();
         return arena_.ptr() + v.arena_plan->offsets[id];
@@ -477,7 +518,7 @@ private:
             out.args.push_back(fault_buffer_.ptr());
             out.args.push_back(static_cast<std::uint64_t>(l.node));
         };
-        const CuDevicePtr winner = v.winner_of[l.node] != kNone ? arena_.ptr() + v.arena_plan->offsets[v.winner_of[l.node]] : 0;
+        const CuDevicePtr winner = v.plan.nodes[l.node].scatter ? arena_.ptr() + v.arena_plan->claim_offsets[l.node] : 0;
         switch (l.kind) {
             case PlannedLaunch::Kind::Memset:
                 out.kind = Launch::Kind::Memset;
@@ -486,19 +527,29 @@ private:
                 return out;
             case PlannedLaunch::Kind::Copy:
                 out.kind = Launch::Kind::Copy;
-                out.dst = input_of(v, l.carried_input).buffer.ptr();
+                out.dst = input_of(v, l.carried_input).ptr();
                 out.src = data_of(v, l.node);
                 out.bytes = l.bytes;
                 return out;
-            case PlannedLaunch::Kind::Blas:
+            case PlannedLaunch::Kind::Blas: {
                 out.kind = Launch::Kind::Blas;
                 out.a = blas_operand(node.spec.views[0], dims);
                 out.b = blas_operand(node.spec.views[1], dims);
+                out.out_stride = out.a.rows * out.b.rows;
                 out.operands = v.nodes[node.sources[0]].spec.dtype;
                 out.src = ins[0];
                 out.args.assign(ins.begin() + 1, ins.end());
                 out.dst = data_of(v, l.node);
+                if (!l.members.empty()) {
+                    const std::int64_t weights = uniform_stride(v, l, 1, size_of(out.operands));
+                    const std::int64_t outputs = uniform_stride(v, l, kNone, size_of(node.spec.dtype));
+                    const BatchedBlasCall call = batched_blas_call(out.a, out.b, 1 + static_cast<std::int64_t>(l.members.size()), weights, outputs);
+                    out.a = call.a;
+                    out.b = call.b;
+                    out.out_stride = call.out_stride;
+                }
                 return out;
+            }
             case PlannedLaunch::Kind::Group:
                 // Each member's parameters, then its grid size.
                 out.function = v.group_functions[l.group];
@@ -527,6 +578,19 @@ private:
         return out;
     }
 
+    // Elements between consecutive members' buffers in a batched product: source `source`'s (kNone: the results').
+    std::int64_t uniform_stride(const Variant& v, const PlannedLaunch& l, std::size_t source, std::size_t element) const {
+        auto address = [&](std::uint32_t node) { return source == kNone ? data_of(v, node) : data_of(v, v.nodes[node].sources[source]); };
+        const CuDevicePtr first = address(l.node);
+        const CuDevicePtr second = address(l.members.front().node);
+        check(second > first && (second - first) % element == 0, "CudaRuntime", "node {}: a batched product's buffers are not side by side",
+              l.node);
+        for (std::size_t i = 0; i < l.members.size(); ++i)
+            check(address(l.members[i].node) == first + (i + 1) * (second - first), "CudaRuntime",
+                  "node {}: a batched product's buffers are not evenly spaced", l.node);
+        return static_cast<std::int64_t>((second - first) / element);
+    }
+
     CuFunction blas_fallback_function(const Variant& v, std::uint32_t id) const {
         const Kernel k = blas_fallback_kernel(v.nodes[id].spec, source_dtypes(v.nodes, id), id);
         return KernelModules::get().function(kernel_source(k), kReduceEntry, driver_->compute_capability(), label(v, id));
@@ -538,7 +602,7 @@ private:
         w = Work{};
         w.generation = generation_;
         const auto fits = [&](std::uint32_t output, std::uint32_t input) {
-            return static_cast<std::size_t>(v.numel[output]) * size_of(v.nodes[output].spec.dtype) <= input_of(v, input).buffer.bytes();
+            return static_cast<std::size_t>(v.numel[output]) * size_of(v.nodes[output].spec.dtype) <= input_of(v, input).bytes();
         };
         for (const PlannedLaunch& l : plan_launches(v.plan, v.nodes, dims, driver_->multiprocessors(), fits))
             w.launches.push_back(to_launch(v, l, dims));
@@ -568,7 +632,8 @@ private:
                 if (l.bytes && l.dst != l.src) check_call(api().memcpy_dtod_async(l.dst, l.src, l.bytes, stream_), "cuMemcpyDtoDAsync");
                 return;
             case Launch::Kind::Blas:
-                BlasLt::get().matmul(stream_, l.operands, l.a, l.src, l.b, l.args.at(0), l.args.size() > 1 ? l.args[1] : 0, l.dst, l.a.batch);
+                BlasLt::get().matmul(stream_, l.operands, l.a, l.src, l.b, l.args.at(0), l.args.size() > 1 ? l.args[1] : 0, l.dst, l.a.batch,
+                                     l.out_stride);
                 return;
         }
     }
@@ -578,14 +643,14 @@ private:
         for (std::uint32_t id : v.dynamic_inputs) {
             const NodeSpec& node = v.nodes[id].spec;
             const auto it = inputs_.find(node.hlir);
-            check(it != inputs_.end(), "CudaRuntime::execute", "input '{}' (node {}) has no data; call set_data", node.op.label,
+            check(it != inputs_.end() && it->second.bound, "CudaRuntime::execute", "input '{}' (node {}) has no data; call set_data", node.op.label,
                   node.hlir);
             const std::int64_t n = numel_of(node.shape, dims, id);
             check(it->second.count == n, "CudaRuntime::execute", "input '{}' (node {}) has {} values but its shape {} needs {}",
                   node.op.label, node.hlir, it->second.count, to_string(node.shape), n);
         }
         for (std::uint32_t id = 0; id < v.nodes.size(); ++id)
-            if (v.plan.nodes[id].role == PlannedNode::Role::Input && !inputs_.contains(v.nodes[id].spec.hlir))
+            if (v.plan.nodes[id].role == PlannedNode::Role::Input && !(inputs_.contains(v.nodes[id].spec.hlir) && inputs_.at(v.nodes[id].spec.hlir).bound))
                 throw Error("CudaRuntime::execute", fmt::format("input '{}' (node {}) has no data; call set_data",
                                                                 v.nodes[id].spec.op.label, v.nodes[id].spec.hlir));
         for (std::uint32_t id : v.outputs) v.numel[id] = numel_of(v.nodes[id].spec.shape, dims, id);

@@ -22,6 +22,7 @@ inline constexpr std::size_t kEntries = 5;
 
 struct PlannedLaunch {
     // Group: the kernels of `members` as one launch (launch_groups.hpp), `node` the first member's.
+    // Blas: `node`'s product, and with `members` the rest of its batch's (blas_batches.hpp) in the same call.
     enum class Kind : std::uint8_t { Kernel, Memset, Copy, Blas, Group } kind = Kind::Kernel;
     std::uint32_t node = 0;
     Entry entry = Entry::Main;
@@ -30,7 +31,7 @@ struct PlannedLaunch {
     std::int64_t units = 0;        // work units a custom kernel's grid shares out
     std::size_t bytes = 0;        // Memset, Copy
     std::uint32_t carried_input = 0;  // Copy: the carried Output `node` into this Input's buffer
-    std::vector<PlannedLaunch> members;  // Group
+    std::vector<PlannedLaunch> members;  // Group, a batched Blas
     std::uint32_t group = kNoGroup;      // Group: the plan's group
     friend bool operator==(const PlannedLaunch&, const PlannedLaunch&) = default;
 };
@@ -149,6 +150,19 @@ std::vector<PlannedLaunch> plan_launches(const Plan& plan, const std::vector<Pro
     std::vector<PlannedLaunch> out;
     for (std::uint32_t id = 0; id < nodes.size(); ++id) {
         const std::uint32_t group = plan.group.empty() ? kNoGroup : plan.group[id];
+        const std::uint32_t batch = plan.batch.empty() ? kNoBatch : plan.batch[id];
+        if (batch != kNoBatch) {
+            if (batch != id) continue;  // its leader's launch computes it
+            const std::vector<std::uint32_t> members = batch_members(plan.batch, id);
+            const std::size_t first = out.size();
+            for (std::uint32_t m : members)
+                append_node_launches(out, plan.nodes[m], nodes[m].spec, source_dtypes(nodes, m), m, dims, bucket, multiprocessors);
+            if (out[first].kind == PlannedLaunch::Kind::Blas) {
+                for (std::size_t i = first + 1; i < out.size(); ++i) out[first].members.push_back(out[i]);
+                out.resize(first + 1);
+            }
+            continue;
+        }
         if (group == kNoGroup) {
             append_node_launches(out, plan.nodes[id], nodes[id].spec, source_dtypes(nodes, id), id, dims, bucket, multiprocessors);
             continue;

@@ -24,15 +24,21 @@ inline LaunchWork launch_work(const PlannedLaunch& l, const PlannedNode& p, cons
             w.dram_read = w.dram_write = static_cast<double>(l.bytes);
             return w;
         case PlannedLaunch::Kind::Blas: {
+            // A batch's members are this product with other weights of the same form: the activation is read
+            // once, each member's weights (and addend) and output once each.
+            const double members = 1 + static_cast<double>(l.members.size());
             w.kind = LaunchWork::Kind::Library;
-            for (std::size_t i = 0; i < sources.size(); ++i) add_read(w, sources[i], work_detail::view_elements(spec.views[i], dims), device);
-            add_write(w, out_bytes, device);
-            w.flops = spec.op.payload->flops(OpCostQuery{spec.views, spec.shape, spec.dtype, dims});
+            for (std::size_t i = 0; i < sources.size(); ++i) {
+                const SourceInfo read{sources[i].dtype, sources[i].elements * (i == 0 ? 1 : members), sources[i].bound};
+                add_read(w, read, work_detail::view_elements(spec.views[i], dims) * (i == 0 ? 1 : members), device);
+            }
+            add_write(w, out_bytes * members, device);
+            w.flops = spec.op.payload->flops(OpCostQuery{spec.views, spec.shape, spec.dtype, dims}) * members;
             w.tensor_cores = sources[0].dtype == DType::BF16 || sources[0].dtype == DType::F16;
             const BlasOperand a = blas_operand(spec.views[0], dims), b = blas_operand(spec.views[1], dims);
             const double rows_by_cols = static_cast<double>(a.rows) * static_cast<double>(b.rows);
             w.gemm = {static_cast<double>(a.rows), static_cast<double>(b.rows), static_cast<double>(a.k),
-                      rows_by_cols > 0 ? out_bytes / static_cast<double>(size_of(spec.dtype)) / rows_by_cols : 0.0};
+                      rows_by_cols > 0 ? members * out_bytes / static_cast<double>(size_of(spec.dtype)) / rows_by_cols : 0.0};
             return w;
         }
         case PlannedLaunch::Kind::Group: throw Error("cuda plan", "a launch group is priced by group_work over its members");

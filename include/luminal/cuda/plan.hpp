@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "luminal/cuda/blas_batches.hpp"
 #include "luminal/cuda/custom_kernels.hpp"
 #include "luminal/cuda/kernel_lowering.hpp"
 #include "luminal/cuda/kernel_source.hpp"
@@ -39,8 +40,11 @@ struct Plan {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> carried;  // (Output, Input)
     // Consecutive independent one-launch kernels run as one launch (a group:
     // q, k and v projections, say); group[n] is node n's (kNoGroup: its own
-    // launch), step[n] the launch it runs in, which liveness counts in.
-    std::vector<std::uint32_t> group, step;
+    // launch). batch[n]: the leader of the batched product node n belongs to
+    // (blas_batches.hpp; kNoBatch: none). step[n]: the launch it runs in,
+    // last_step[n] the last launch that reads it, which liveness counts in
+    // (results read and written by one launch cannot share memory).
+    std::vector<std::uint32_t> group, batch, step, last_step;
 };
 
 namespace plan_detail {
@@ -96,6 +100,10 @@ inline void assign_groups(const std::vector<ProgramNode>& nodes, Plan& plan) {
         const PlannedNode& p = plan.nodes[n];
         if (p.role == PlannedNode::Role::Input || p.role == PlannedNode::Role::Constant || p.aliases_source) {
             plan.step[n] = step;
+            continue;
+        }
+        if (const std::uint32_t leader = plan.batch[n]; leader != kNoBatch && leader != n) {
+            plan.step[n] = plan.step[leader];  // computed by its leader's launch
             continue;
         }
         if (!groupable(p)) {
@@ -173,7 +181,12 @@ inline Plan plan_program(const Program& program) {
         plan.nodes[id] = plan_node(node.spec, dtypes, id);
     }
     plan_detail::plan_in_place(nodes, plan);
+    plan.batch = blas_batches(
+        nodes, [&](std::uint32_t n) { return std::any_of(plan.carried.begin(), plan.carried.end(), [&](auto c) { return c.second == n; }); });
     plan_detail::assign_groups(nodes, plan);
+    plan.last_step = plan.step;
+    for (std::uint32_t id = 0; id < nodes.size(); ++id)
+        for (std::uint32_t s : nodes[id].sources) plan.last_step[s] = std::max(plan.last_step[s], plan.step[id]);
     return plan;
 }
 

@@ -161,7 +161,10 @@ inline PlanReport plan_report(const Program& unscheduled, const DynMap& dims, co
         switch (l.kind) {
             case PlannedLaunch::Kind::Memset: row.kernel = "memset"; break;
             case PlannedLaunch::Kind::Copy: row.kernel = "copy"; break;
-            case PlannedLaunch::Kind::Blas: row.kernel = "cuBLASLt"; break;
+            case PlannedLaunch::Kind::Blas:
+                row.kernel = "cuBLASLt";
+                if (!l.members.empty()) row.op += fmt::format(" batch of {}", 1 + l.members.size());
+                break;
             case PlannedLaunch::Kind::Group: {
                 std::vector<std::pair<std::string, std::string_view>> members;
                 row.op = "group:";
