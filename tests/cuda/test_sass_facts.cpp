@@ -137,6 +137,24 @@ TEST_CASE("SASS facts of kernels whose shape is known: loads in flight, a serial
     CHECK(local.instructions > 0);
 }
 
+// sinf and cosf reduce an argument of magnitude 105615 or more by Payne-Hanek: a loop over a table in constant
+// memory, behind a branch RoPE's angles do not take. A trip of the kernel's own loop is
+// priced on the path that runs: its 16-byte load, not the table's 4-byte ones in a loop of their own.
+TEST_CASE("SASS facts of a grid loop taking sines and cosines: its own loads and the instructions that run, not the slow path's") {
+    REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
+    const cuda::SassFacts rope = facts_of(R"(extern "C" __global__ void rope(const float4* __restrict__ in, float* out, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float4 v = in[i];
+    out[i] = sinf(v.x) * v.z + cosf(v.y) * v.w;
+  }
+})",
+                                          "rope");
+    CHECK(rope.main_loop_loads == 1);
+    CHECK(rope.main_loop_bytes_in_flight == 16);
+    CHECK(rope.serial_load_loops == 1);  // the grid loop's one load a trip; the table loops are not counted
+    CHECK(rope.main_loop_instructions < rope.instructions / 2);
+}
+
 TEST_CASE("SASS facts are kept beside the cubins, and a cubin other than the one they were read from reads its own") {
     REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
     const auto dir = std::filesystem::temp_directory_path() / fmt::format("luminal-sass-cache-{}", ::getpid());

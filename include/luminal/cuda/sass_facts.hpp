@@ -64,6 +64,7 @@ namespace sass_detail {
 struct Instruction {
     std::uint32_t address = 0;
     std::string opcode, operands;
+    std::string guard;  // the predicate it runs under (@P0, @!P1), empty when unguarded
 };
 
 // The registers an operand list names (R12.64 is R12 and R13); RZ names none.
@@ -143,15 +144,40 @@ inline int newer_groups_in_flight(const std::vector<Instruction>& code) {
     return most;
 }
 
-inline SassFacts facts_of(const std::vector<Instruction>& code) {
+// `code` without sinf's and cosf's slow path: libdevice reduces an argument of magnitude 105615 or more by
+// Payne-Hanek (a loop over the 2/pi table in constant memory, its product staged in registers or on the stack)
+// behind a branch the kernels' arguments do not take (RoPE's angles, below 105615 radians for positions below that). A trip is what runs.
+inline std::vector<Instruction> without_trig_slow_paths(const std::vector<Instruction>& code) {
+    static const std::regex large_argument(R"(^(P\d+), PT, \|R\d+\|, 105615, PT)");
+    static const std::regex target(R"(0x([0-9a-f]+))");
+    std::vector<Instruction> out;
+    std::string predicate;
+    std::uint32_t skip_to = 0;
+    for (const Instruction& i : code) {
+        if (i.address < skip_to) continue;
+        std::smatch m;
+        if (i.opcode.starts_with("FSETP.GE") && std::regex_search(i.operands, m, large_argument)) predicate = m[1];
+        out.push_back(i);
+        if (!predicate.empty() && i.opcode.starts_with("BRA") && i.guard == "@!" + predicate && std::regex_search(i.operands, m, target)) {
+            skip_to = static_cast<std::uint32_t>(std::stoul(m[1], nullptr, 16));
+            predicate.clear();
+        }
+    }
+    return out;
+}
+
+inline SassFacts facts_of(const std::vector<Instruction>& all_code) {
     SassFacts f;
-    f.instructions = static_cast<int>(code.size());
+    f.instructions = static_cast<int>(all_code.size());
+    const std::vector<Instruction> code = without_trig_slow_paths(all_code);
     const int newer_groups = newer_groups_in_flight(code);
     static const std::regex target(R"(0x([0-9a-f]+))");
     std::vector<std::pair<std::size_t, std::size_t>> loops;  // [first, last] of each backward branch's body
+    for (const Instruction& i : all_code) {
+        if (i.opcode.starts_with("CALL")) ++f.calls;
+        if (i.opcode.starts_with("HMMA")) ++f.tensor_products;
+    }
     for (std::size_t i = 0; i < code.size(); ++i) {
-        if (code[i].opcode.starts_with("CALL")) ++f.calls;
-        if (code[i].opcode.starts_with("HMMA")) ++f.tensor_products;
         std::smatch m;
         if (!code[i].opcode.starts_with("BRA") || !std::regex_search(code[i].operands, m, target)) continue;
         const auto to = static_cast<std::uint32_t>(std::stoul(m[1], nullptr, 16));
@@ -196,7 +222,7 @@ inline SassFacts facts_of(const std::vector<Instruction>& code) {
 // The facts of `entry` from cuobjdump's -res-usage and -sass text of one cubin.
 inline std::optional<SassFacts> parse(const std::string& text, std::string_view entry) {
     static const std::regex usage(R"(REG:(\d+) STACK:(\d+))");
-    static const std::regex instruction(R"(/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);)");
+    static const std::regex instruction(R"(/\*([0-9a-f]{4,})\*/\s+(?:(@!?U?P\w+)\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);)");
     std::optional<SassFacts> facts;
     std::vector<Instruction> code;
     bool in_usage = false, in_code = false;
@@ -218,7 +244,7 @@ inline std::optional<SassFacts> parse(const std::string& text, std::string_view 
             stack = std::stoi(m[2]);
             in_usage = false;
         } else if (in_code && std::regex_search(line, m, instruction)) {
-            code.push_back({static_cast<std::uint32_t>(std::stoul(m[1], nullptr, 16)), m[2], m[3]});
+            code.push_back({static_cast<std::uint32_t>(std::stoul(m[1], nullptr, 16)), m[3], m[4], m[2]});
         }
     }
     if (code.empty()) return facts;
@@ -250,7 +276,7 @@ inline std::optional<std::filesystem::path> tool_folder() {
 
 // The facts cache file's key: what the facts were read from. Its version changes with what parse() reads.
 inline std::string cache_key(std::span<const char> cubin, std::string_view entry) {
-    std::string key = fmt::format("luminal sass facts 3\n{}\n{}\n", entry, cubin.size());
+    std::string key = fmt::format("luminal sass facts 5\n{}\n{}\n", entry, cubin.size());
     key.append(cubin.data(), cubin.size());
     return key;
 }
