@@ -1,5 +1,7 @@
 // Expression: interning, simplification, floor semantics, evaluation, printing.
 // Expected values are derived by hand (Python's // and % for floor semantics).
+#include <thread>
+
 #include <doctest/doctest.h>
 
 #include <luminal/luminal.hpp>
@@ -16,6 +18,19 @@ TEST_CASE("equal expressions are the same interned node") {
     CHECK((s + 1).node() == (1 + s).node());
     CHECK((s * p).hash() == (p * s).hash());
     CHECK_FALSE(s + 1 == s + 2);
+}
+
+TEST_CASE("a constant is the same node however it is made, in any thread") {
+    // Small constants are kept per thread (ExprPool::constant); the kept node must be the pool's.
+    for (std::int64_t v : {0, 1, 5, 63, 64, 1000, -1}) {
+        CHECK(Expression(v).node() == (Expression(v - 1) + 1).node());
+        CHECK(Expression(v).node() == (Expression(2 * v) / 2).node());
+    }
+    CHECK(Expression().node() == Expression(0).node());
+    const auto* main_seven = Expression(7).node();
+    decltype(main_seven) other_seven = nullptr;
+    std::thread([&] { other_seven = (Expression(3) + 4).node(); }).join();
+    CHECK(other_seven == main_seven);
 }
 
 TEST_CASE("constant folding and identities") {

@@ -97,6 +97,10 @@ TEST_CASE("every reduction strategy folds the same rows; each prints its own thr
         const std::string source = cuda::kernel_source(k);
         CHECK((source.find("__shfl_xor_sync") != std::string::npos) == (strategy != cuda::ReduceStrategy::ThreadPerOutput));
         CHECK((source.find("__syncthreads") != std::string::npos) == (strategy == cuda::ReduceStrategy::BlockPerOutput));
+        // A warp per row reading it in order has a 16-byte-load form; planning asks has_vector_form,
+        // which must say what printing that form says.
+        CHECK(cuda::has_vector_form(k) == (strategy == cuda::ReduceStrategy::WarpPerOutput));
+        CHECK(cuda::has_vector_form(k) == cuda::vector_kernel_source(k).has_value());
         if (luminal_test::nvrtc_expected()) CHECK_NOTHROW(cuda::Nvrtc::get().compile(source, 90));
     }
 }

@@ -130,7 +130,7 @@ inline void append_node_launches(std::vector<PlannedLaunch>& out, const PlannedN
         out.push_back(l);
         return;
     }
-    const bool vector = vector_kernel_source(*p.kernel) && vector_launch_ok(*p.kernel, dims);
+    const bool vector = has_vector_form(*p.kernel) && vector_launch_ok(*p.kernel, dims);
     out.push_back(kernel_launch(id, vector ? Entry::Vector : Entry::Main, *p.kernel, bucket, multiprocessors));
 }
 

@@ -76,7 +76,7 @@ inline constexpr std::size_t kMaxGroupMembers = 8;
 inline bool groupable(const PlannedNode& p) {
     if (p.role == PlannedNode::Role::Update) return p.in_place_input.has_value();
     if (p.role != PlannedNode::Role::Kernel || p.aliases_source) return false;
-    return p.custom || (p.kernel && !vector_kernel_source(*p.kernel));
+    return p.custom || (p.kernel && !has_vector_form(*p.kernel));
 }
 
 // The buffer a node's launch writes: a carried input's when in place, else its own.

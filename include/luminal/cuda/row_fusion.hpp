@@ -132,23 +132,48 @@ inline const Reads& row_broadcast(const Shape& shape) {
     return it->second;
 }
 
-// view.reshape(outer), remembered as row_broadcast is: a row grown over a
-// class asks it for each region there, and the same regions' views come back
-// for every row that meets them (reshaping was most of the row rules' time).
-inline const std::optional<ShapeTracker>& reshaped(const ShapeTracker& view, const Shape& outer) {
-    using Key = std::pair<ShapeTracker, Shape>;
-    struct KeyHash {
-        std::size_t operator()(const Key& k) const {
-            std::size_t h = k.first.hash();
-            for (const Expression& e : k.second) h = h * 0x9E3779B97F4A7C15ull ^ e.hash();
-            return h;
-        }
-    };
-    thread_local std::unordered_map<Key, std::optional<ShapeTracker>, KeyHash> known;
-    Key key{view, outer};
-    auto it = known.find(key);
-    if (it == known.end()) it = known.emplace(std::move(key), view.reshape(outer)).first;
-    return it->second;
+// What per_row_view remembers a view by, and the question as asked (looked
+// up without copying its view and shape).
+struct PerRowKey {
+    ShapeTracker view;
+    bool reshape;
+    Shape row_shape;
+};
+struct PerRowProbe {
+    const ShapeTracker& view;
+    bool reshape;
+    const Shape& row_shape;
+};
+struct PerRowHash {
+    using is_transparent = void;
+    template <typename K>
+    std::size_t operator()(const K& k) const {
+        std::size_t h = k.view.hash() ^ static_cast<std::size_t>(k.reshape);
+        for (const Expression& e : k.row_shape) h = h * 0x9E3779B97F4A7C15ull ^ e.hash();
+        return h;
+    }
+};
+struct PerRowEqual {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+        return a.reshape == b.reshape && a.row_shape == b.row_shape && a.view == b.view;
+    }
+};
+
+// How a per-row region's input read through `view` is read in the index
+// space of a row of `row_shape`, once per row: `view` reshaped to the row's
+// outer dims (where the region's own shape is not already those, `reshape`),
+// then broadcast along the row; nullopt where the view has no such reshape.
+// Remembered as row_broadcast is: every row that meets a region asks again
+// for the same views, and building them was most of the row rules' time.
+inline const std::optional<ShapeTracker>& per_row_view(const ShapeTracker& view, bool reshape, const Shape& row_shape) {
+    thread_local std::unordered_map<PerRowKey, std::optional<ShapeTracker>, PerRowHash, PerRowEqual> known;
+    if (auto it = known.find(PerRowProbe{view, reshape, row_shape}); it != known.end()) return it->second;
+    const std::size_t last = row_shape.size() - 1;
+    std::optional<ShapeTracker> read = reshape ? view.reshape(Shape(row_shape.begin(), row_shape.end() - 1)) : view;
+    if (read) read = read->expand_dim(last, row_shape.back());
+    return known.emplace(PerRowKey{view, reshape, row_shape}, std::move(read)).first->second;
 }
 
 // A per-row region's program with its index expressions over the row's
@@ -182,24 +207,21 @@ inline bool stage_op(const EGraph& g, ENodeId n) {
 
 // What the stage node n of input t's class computes (a node may_stage
 // accepts) reads: its inputs' classes and views in the row's index space,
-// into `reads` (a buffer reused from node to node); false where a view has none.
-using StageReads = std::vector<std::pair<ClassId, ShapeTracker>>;
+// into `reads` (a buffer reused from node to node); false where a view has
+// none. The views are the spec's own or per_row_view's, valid while nothing
+// is added to the e-graph: candidates are compared without copying them.
+using StageReads = std::vector<std::pair<ClassId, const ShapeTracker*>>;
 inline bool stage_reads(const EGraph& g, const HlirContext& ctx, const RowDraft& row, ENodeId n, StageReads& reads) {
-    const std::size_t last = row.shape.size() - 1;
     const NodeSpec& s = ctx.spec(g, n);
     auto kids = g.children(n);
     reads.clear();
     if (s.payload_as<FusedElementwiseOp>()) {
-        const Shape outer = row.outer();
+        // The region's element o is row o: its inputs read in the row's outer dims, once per row.
+        const bool reshape = !std::equal(s.shape.begin(), s.shape.end(), row.shape.begin(), row.shape.end() - 1);
         for (std::size_t k = 0; k < kids.size(); ++k) {
-            // The region's element o is row o: its inputs read in the row's outer dims, once per row.
-            const ShapeTracker* per_row = &s.views[k];
-            if (s.shape != outer) {
-                const std::optional<ShapeTracker>& r = reshaped(s.views[k], outer);
-                if (!r) return false;
-                per_row = &*r;
-            }
-            reads.emplace_back(g.find(kids[k]), per_row->expand_dim(last, row.shape.back()));
+            const std::optional<ShapeTracker>& per_row = per_row_view(s.views[k], reshape, row.shape);
+            if (!per_row) return false;
+            reads.emplace_back(g.find(kids[k]), &*per_row);
         }
         return true;
     }
@@ -209,7 +231,7 @@ inline bool stage_reads(const EGraph& g, const HlirContext& ctx, const RowDraft&
         if (!std::equal(axes.begin(), axes.end(), row.shape.begin(), row.shape.end(),
                         [](const ShapeTracker::Axis& a, const Expression& d) { return a.size == d; }))
             return false;
-        reads.emplace_back(g.find(kids[k]), s.views[k]);
+        reads.emplace_back(g.find(kids[k]), &s.views[k]);
     }
     return true;
 }
@@ -227,7 +249,7 @@ inline RowStage stage_of(const EGraph& g, const HlirContext& ctx, RowDraft& row,
     } else {
         stage.fold = static_cast<OpKind>(s.kind);
     }
-    for (const auto& [c, v] : reads) stage.operands.push_back(row.input(c, v));
+    for (const auto& [c, v] : reads) stage.operands.push_back(row.input(c, *v));
     return stage;
 }
 
@@ -249,10 +271,10 @@ inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx,
             continue;
         std::size_t added = 0;  // the reads the draft does not have yet, each counted once
         for (std::size_t i = 0; i < reads.size(); ++i) {
-            auto same = [&](ClassId k, const ShapeTracker& v) { return k == reads[i].first && v == reads[i].second; };
+            auto same = [&](ClassId k, const ShapeTracker& v) { return k == reads[i].first && v == *reads[i].second; };
             bool known = false;
             for (std::size_t j = 0; j < row.children.size() && !known; ++j) known = same(row.children[j], row.views[j]);
-            for (std::size_t j = 0; j < i && !known; ++j) known = same(reads[j].first, reads[j].second);
+            for (std::size_t j = 0; j < i && !known; ++j) known = same(reads[j].first, *reads[j].second);
             added += !known;
         }
         std::size_t computed = 0;
@@ -275,11 +297,15 @@ inline std::optional<RowDraft> absorbed(const EGraph& g, const HlirContext& ctx,
 inline bool grow(const EGraph& g, const HlirContext& ctx, RowDraft& row, const Reads& broadcast) {
     bool grew = false;
     const Expression rows = product(row.outer());
+    // Classes with no node to stage: that depends on the class and the row's shape alone, so they are not searched again.
+    std::vector<ClassId> no_stage;
     for (bool again = true; again && row.op.stages.size() < kMaxRowStages;) {
         again = false;
         for (std::size_t t = 0; t < row.children.size(); ++t) {
-            if (!broadcast.same_as(row.views[t])) continue;
+            if (!broadcast.same_as(row.views[t]) || std::find(no_stage.begin(), no_stage.end(), row.children[t]) != no_stage.end())
+                continue;
             auto trial = absorbed(g, ctx, row, rows, t);
+            if (!trial) no_stage.push_back(row.children[t]);
             if (!trial || trial->children.empty() || trial->children.size() > kMaxFusedInputs) continue;
             row = std::move(*trial);
             grew = again = true;

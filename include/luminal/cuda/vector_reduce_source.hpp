@@ -45,6 +45,10 @@ inline int vector_width(const Kernel& k) {
     return static_cast<int>(16 / narrowest);
 }
 
+// Whether the kernel has a vector form: asked by planning and costing for every
+// reduction, which need not print the source to know.
+inline bool has_vector_form(const Kernel& k) { return vector_detail::load_walks(k).has_value(); }
+
 // The vector form's source, or nullopt where the kernel has none.
 inline std::optional<std::string> vector_kernel_source(const Kernel& k) {
     using namespace source_detail;

@@ -229,6 +229,9 @@ struct FuseProducer {
         auto view_in_order = [&] { return in_order ? *in_order : *(in_order = view.is_contiguous() && view.dims() == shape); };
         for (ENodeId p : g.class_nodes(c)) {
             if (!g.alive(p)) continue;
+            // The op is in the e-node's own record: most nodes are passed over without reading their spec.
+            const Symbol op = g.node(p).op;
+            if (op != sym(OpKind::Constant) && op != sym(OpKind::Iota) && op != op_symbol<FusedElementwiseOp>) continue;
             const NodeSpec& ps = ctx.spec(g, p);
             if ((ps.kind == sym(OpKind::Constant) || ps.kind == sym(OpKind::Iota)) && !view_pads()) return Producer{p, false};
             if (ps.kind != op_symbol<FusedElementwiseOp> || detail::region_program(ps).steps.size() != 1) continue;

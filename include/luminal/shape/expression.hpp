@@ -21,6 +21,7 @@
 #include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -137,6 +138,18 @@ public:
         return node;
     }
 
+    // The constant `value`'s node. Small constants are most of what is interned (every
+    // default Expression is 0, every view's unit stride 1): their nodes are kept by each
+    // thread once made (the pool never frees one), so they are found without the lock.
+    const ExprNode* constant(std::int64_t value) {
+        constexpr std::uint64_t kKept = 64;
+        if (static_cast<std::uint64_t>(value) >= kKept) return intern(ExprOp::Num, 0, value, nullptr, nullptr);
+        thread_local std::array<const ExprNode*, kKept> kept{};
+        const ExprNode*& node = kept[static_cast<std::size_t>(value)];
+        if (!node) node = intern(ExprOp::Num, 0, value, nullptr, nullptr);
+        return node;
+    }
+
 private:
     struct Hash {
         std::size_t operator()(const ExprNode* n) const {
@@ -168,7 +181,7 @@ public:
     template <typename T>
         requires(std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>)
     Expression(T value)  // NOLINT(google-explicit-constructor): literals read naturally in shapes
-        : node_(pool().intern(ExprOp::Num, 0, static_cast<std::int64_t>(value), nullptr, nullptr)) {}
+        : node_(pool().constant(static_cast<std::int64_t>(value))) {}
     Expression(char dim)  // NOLINT(google-explicit-constructor)
         : node_(pool().intern(ExprOp::Var, dim, 0, nullptr, nullptr)) {
         check(DynMap::valid_name(dim), "Expression", "dimension name '{}' must be a letter", dim);

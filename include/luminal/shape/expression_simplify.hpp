@@ -6,7 +6,7 @@
 namespace luminal {
 namespace detail {
 
-inline const ExprNode* num_node(std::int64_t v) { return ExprPool::instance().intern(ExprOp::Num, 0, v, nullptr, nullptr); }
+inline const ExprNode* num_node(std::int64_t v) { return ExprPool::instance().constant(v); }
 inline const ExprNode* raw_node(ExprOp op, const ExprNode* a, const ExprNode* b) {
     return ExprPool::instance().intern(op, 0, 0, a, b);
 }
