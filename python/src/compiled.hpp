@@ -137,7 +137,7 @@ public:
         : graph_owner_(std::move(graph_owner)), graph_(nb::cast<Graph*>(graph_owner_)), runtime_(std::move(runtime)),
           compile_ms_(compile_ms), candidates_(report.candidates), program_ops_(program_ops(report.program)),
           program_(std::move(report.program)) {
-        for (const auto& node : report.program.nodes)
+        for (const auto& node : program_.nodes)
             if (node.spec.kind == luminal::symbol_of(luminal::OpKind::Input)) inputs_.insert(node.spec.hlir);
         for (auto [output, input] : graph_->carried()) carried_.insert(input);
     }

@@ -90,15 +90,20 @@ def _summary(plan) -> str:
 
 
 def test_llama_8b_decode_reads_what_nn_llama_reads(llama_8b_plans):
-    """Every product reads its bf16 weight as stored (no f32 copy of a matrix): the bytes moved are
-    nn::llama's, and the cache rows transformers' whole StaticCache adds, within 10%."""
+    """Every product reads its bf16 weight as stored (no f32 copy of a matrix) and attention is one
+    kernel per layer: the bytes moved are nn::llama's, and the cache rows transformers' whole
+    StaticCache adds, within 10%."""
     ours, reference = llama_8b_plans
-    assert ours["bytes_moved"] <= 1.10 * reference["bytes_moved"], f"{_summary(ours)} against nn::llama's {_summary(reference)}"
+    summary = f"{_summary(ours)} against nn::llama's {_summary(reference)}"
+    attention = [sum(row["kernel"] == "luminal_attention" for row in plan["rows"]) for plan in (ours, reference)]
+    assert attention[0] == attention[1], f"attention launches {attention[0]} against nn::llama's {attention[1]}"
+    assert ours["bytes_moved"] <= 1.10 * reference["bytes_moved"], summary
 
 
-@pytest.mark.xfail(strict=True, reason="issue 46: the HF graph's cache writes are generic Scatters (a clear, a claim and a "
-                                       "write each, at positions computed in every layer) where nn::llama writes the rows "
-                                       "in place at a host position")
+@pytest.mark.xfail(strict=True, reason="issue 46: 884 launches and 5547 us against nn::llama's 199 and 4048 us: the "
+                                       "cache writes are generic Scatters (a clear, a claim and a write each, at positions "
+                                       "computed in every layer) where nn::llama writes rows at a host position, and RMSNorm "
+                                       "and SwiGLU stay outside the products behind bf16 rounding casts")
 def test_llama_8b_decode_plan_matches_nn_llama(llama_8b_plans):
     ours, reference = llama_8b_plans
     summary = f"{_summary(ours)} against nn::llama's {_summary(reference)}"
