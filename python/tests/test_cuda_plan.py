@@ -23,29 +23,20 @@ CACHED = 1024
 PLAN_ONLY = {"device": "cuda", "plan_only": True}
 
 
-def _compiled_graphs(monkeypatch) -> list:
-    """The CompiledGraph of each graph the backend compiles from now on, in order."""
-    graphs = []
-    compile_fx = lt.backend.compile_fx
-
-    def recording(gm, example_inputs, settings):
-        run = compile_fx(gm, example_inputs, settings)
-        graphs.append(run.compiled_graph)
-        return run
-
-    monkeypatch.setattr(lt.backend, "compile_fx", recording)
-    return graphs
+def _plans_from(first: int) -> list:
+    """The plans of the graphs plan_only compiled from the `first`-th on."""
+    return [graph.plan for graph in lt.backend.planned[first:]]
 
 
-def test_plan_only_prices_a_product_without_running_it(monkeypatch):
-    graphs = _compiled_graphs(monkeypatch)
+def test_plan_only_prices_a_product_without_running_it():
+    first = len(lt.backend.planned)
     rows, features, outputs = 3, 256, 512
     x = torch.empty(rows, features, dtype=torch.bfloat16, device="meta")
     weight = torch.empty(outputs, features, dtype=torch.bfloat16, device="meta")
     torch._dynamo.reset()
     out = torch.compile(lambda a, w: a @ w.t(), backend="luminal", options=PLAN_ONLY)(x, weight)
     assert out.device.type == "meta" and list(out.shape) == [rows, outputs] and out.dtype == torch.bfloat16
-    plan = graphs[-1].plan
+    (plan,) = _plans_from(first)
     # Shapes alone bound it: the weight is read at least once, at no more than the bandwidth.
     weight_bytes = outputs * features * 2
     assert plan["launches"] == len(plan["rows"]) >= 1
@@ -70,17 +61,16 @@ def llama_8b_plans():
     cache = transformers.StaticCache(config=config, max_cache_len=CONTEXT)
     # Made before compiling, so the cache is the graph's input (as after a prompt), not its constant.
     cache.early_initialization(1, config.num_key_value_heads, config.head_dim, torch.bfloat16, torch.device("meta"))
-    graphs = []
-    with pytest.MonkeyPatch.context() as patch:
-        graphs = _compiled_graphs(patch)
-        torch._dynamo.reset()
-        compiled = torch.compile(model, backend="luminal", options=PLAN_ONLY)
-        with torch.no_grad():
-            logits = compiled(input_ids=torch.zeros(1, 1, dtype=torch.long, device="meta"), past_key_values=cache,
-                              cache_position=torch.tensor([CACHED], device="meta"), use_cache=True).logits
+    first = len(lt.backend.planned)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="luminal", options=PLAN_ONLY)
+    with torch.no_grad():
+        logits = compiled(input_ids=torch.zeros(1, 1, dtype=torch.long, device="meta"), past_key_values=cache,
+                          cache_position=torch.tensor([CACHED], device="meta"), use_cache=True).logits
     assert logits.device.type == "meta" and list(logits.shape) == [1, 1, config.vocab_size]
-    assert len(graphs) == 1, "the decode step should be one graph"
-    ours = graphs[0].plan
+    plans = _plans_from(first)
+    assert len(plans) == 1, "the decode step should be one graph"
+    ours = plans[0]
     reference = json.loads(luminal._luminal.causal_lm_cuda_plan((CONFIG / "config.json").read_text(), CONTEXT, CACHED))
     return ours, reference
 

@@ -10,8 +10,9 @@ options: device ("cpu", "cuda" or "reference"), search (candidate programs to pr
 threads (CPU threads; 0 = every core), fallback (True: ops without a translation run in
 PyTorch between luminal partitions, named in one warning), plan_only (with device "cuda": compile
 for the CUDA backend without a GPU and price each call instead of running it; the compiled
-graph's `plan` holds the last call's launches and modelled time, and the outputs are meta
-tensors: call the model with meta inputs, built on the meta device)."""
+graph's `plan` (luminal.torch.backend.planned) holds the last call's launches and modelled
+time, and the outputs are meta tensors: call the model with meta inputs, built on the meta
+device)."""
 from __future__ import annotations
 
 import warnings
@@ -30,6 +31,7 @@ from .translate import translate
 _DEFAULTS = {"device": "cpu", "search": 1, "threads": 0, "fallback": False, "plan_only": False}
 
 compilations = 0  # graphs this backend has compiled in this process (tests count recompiles with it)
+planned = []  # plan_only: each graph's CompiledGraph, in the order compiled (its `plan`: its last call's)
 
 
 def _settings(options) -> dict:
@@ -74,6 +76,8 @@ def _compile_one(gm: torch.fx.GraphModule, settings: dict, mutations: dict[int, 
                              search=settings["search"], threads=settings["threads"], name="luminal graph",
                              mutations=mutations, plan_only=settings["plan_only"])
     compilations += 1
+    if settings["plan_only"]:
+        planned.append(compiled)
 
     call = compiled.call  # one C++ call per execution
 
