@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "plan_json.hpp"
 
 namespace luminal_python {
 
@@ -118,7 +119,9 @@ nb::object array_of(const OwnedValues& v) {
 
 // ---- a compiled graph on one of the runtimes ----
 
-using AnyRuntime = std::variant<luminal::ReferenceRuntime, luminal::CpuRuntime, luminal::cuda::CudaRuntime>;
+// cuda::HostEmulator is the CUDA backend's program run on the host: what a plan without a device compiles for.
+using AnyRuntime =
+    std::variant<luminal::ReferenceRuntime, luminal::CpuRuntime, luminal::cuda::CudaRuntime, luminal::cuda::HostEmulator>;
 
 struct CompileSettings {
     std::size_t search = 1;
@@ -132,8 +135,9 @@ class Compiled {
 public:
     Compiled(nb::object graph_owner, AnyRuntime runtime, luminal::CompileReport report, double compile_ms)
         : graph_owner_(std::move(graph_owner)), graph_(nb::cast<Graph*>(graph_owner_)), runtime_(std::move(runtime)),
-          compile_ms_(compile_ms), candidates_(report.candidates), program_ops_(program_ops(report.program)) {
-        for (const auto& node : report.program.nodes)
+          compile_ms_(compile_ms), candidates_(report.candidates), program_ops_(program_ops(report.program)),
+          program_(std::move(report.program)) {
+        for (const auto& node : program_.nodes)
             if (node.spec.kind == luminal::symbol_of(luminal::OpKind::Input)) inputs_.insert(node.spec.hlir);
         for (auto [output, input] : graph_->carried()) carried_.insert(input);
     }
@@ -269,12 +273,22 @@ public:
     bool is_carried(const GraphTensor& input) const { return carried_.count(input.id()) != 0; }
 
     std::string runtime_name() const {
-        static constexpr const char* names[] = {"reference", "cpu", "cuda"};
+        static constexpr const char* names[] = {"reference", "cpu", "cuda", "cuda-emulator"};
         return names[runtime_.index()];
     }
     double compile_ms() const { return compile_ms_; }
     std::size_t candidates() const { return candidates_; }
     const std::vector<std::pair<std::string, std::string>>& ops() const { return program_ops_; }
+
+    // The CUDA plan of one execution at `dims` (cuda::plan_report) as JSON: the program
+    // compiled for "cuda" or "cuda-emulator" priced launch by launch, no device needed.
+    std::string cuda_plan(const std::optional<std::map<std::string, std::int64_t>>& dims) const {
+        luminal::check(runtime_.index() >= 2, "cuda_plan", "the program was compiled for '{}': a CUDA plan needs "
+                       "runtime 'cuda' or 'cuda-emulator'", runtime_name());
+        const luminal::DynMap map = to_dyn_map(graph_->dyn_map(), dims);
+        nb::gil_scoped_release release;
+        return cuda_plan_json(program_, map);
+    }
 
 private:
     void check_graph(const GraphTensor& t, const char* where) const {
@@ -308,6 +322,7 @@ private:
     double compile_ms_;
     std::size_t candidates_;
     std::vector<std::pair<std::string, std::string>> program_ops_;
+    luminal::Program program_;
     std::set<luminal::NodeId> inputs_;
     std::set<luminal::NodeId> carried_;
     luminal::DynMap last_dims_;

@@ -95,7 +95,9 @@ Compiled compile_graph(nb::object graph_owner, const std::string& runtime, std::
     if (runtime == "cpu")
         return compile_on(std::move(graph_owner), luminal::CpuRuntime(luminal::CpuOptions{.threads = threads}), s);
     if (runtime == "cuda") return compile_on(std::move(graph_owner), luminal::cuda::CudaRuntime{}, s);
-    throw luminal::Error("compile", fmt::format("unknown runtime '{}': expected 'reference', 'cpu' or 'cuda'", runtime));
+    if (runtime == "cuda-emulator") return compile_on(std::move(graph_owner), luminal::cuda::HostEmulator{}, s);
+    throw luminal::Error("compile", fmt::format("unknown runtime '{}': expected 'reference', 'cpu', 'cuda' or 'cuda-emulator'",
+                                                runtime));
 }
 
 // ---- the fluent tensor API ----
@@ -382,7 +384,10 @@ void bind_graph_class(nb::module_& m) {
         .def_prop_ro("compile_ms", &Compiled::compile_ms)
         .def_prop_ro("candidates", &Compiled::candidates)
         .def_prop_ro("program_ops", &Compiled::ops,
-                     "(op, result dtype) of each node of the extracted program, in execution order (inputs and outputs included)");
+                     "(op, result dtype) of each node of the extracted program, in execution order (inputs and outputs included)")
+        .def("cuda_plan", &Compiled::cuda_plan, "dims"_a = nb::none(),
+             "the CUDA plan of one execution at dims as JSON (totals, and each launch's kernel, op, bytes and modelled "
+             "us): runtime 'cuda' or 'cuda-emulator', no device needed");
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <variant>
 
 #include "bindings.hpp"
+#include "plan_json.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -238,9 +239,38 @@ std::vector<std::pair<std::string, std::string>> causal_lm_program_ops(const std
     return program_ops(session.report().program);
 }
 
+// The CUDA plan nn::Session compiles for the model of this config.json (no device, no
+// weights), as generate --plan-only builds it, of one step of `new_tokens` after `cached`:
+// what the torch front end's CUDA plan of the same model is compared with.
+std::string causal_lm_cuda_plan(const std::string& config_json, std::int64_t context, std::int64_t cached,
+                                std::int64_t new_tokens, luminal::DType weights, bool sample_in_graph) {
+    nb::gil_scoped_release release;
+    const luminal::io::ModelConfig config =
+        luminal::io::parse_model_config(luminal::io::parse_json(config_json, "config"), "config");
+    luminal::nn::ModelOptions options;
+    options.context = context;
+    options.weight_dtype = weights;
+    options.last_logits_only = true;
+    options.kv_dtype = luminal::DType::BF16;
+    options.sample_in_graph = sample_in_graph;
+    options.narrow_activations = true;
+    luminal::nn::CausalLm model = luminal::nn::build_causal_lm(config, options);
+    luminal::CompileOptions compile;
+    compile.verbosity = 0;
+    const luminal::nn::Session<luminal::cuda::HostEmulator> session(model, luminal::cuda::HostEmulator{}, compile);
+    luminal::DynMap dims;
+    dims.set('s', new_tokens);
+    dims.set('p', cached);
+    return cuda_plan_json(session.report().program, dims);
+}
+
 }  // namespace
 
 void bind_llm(nb::module_& m) {
+    m.def("causal_lm_cuda_plan", &causal_lm_cuda_plan, "config_json"_a, "context"_a, "cached"_a, "new_tokens"_a = 1,
+          "weights"_a = luminal::DType::BF16, "sample_in_graph"_a = false,
+          "the CUDA plan (JSON: totals, launches) nn::Session compiles for the model of a config.json, of one step of "
+          "new_tokens after cached, as generate --plan-only plans it");
     m.def("causal_lm_program_ops", &causal_lm_program_ops, "config_json"_a, "context"_a = 64, "threads"_a = 1,
           "(op, result dtype) of each node of the CPU program nn::Session compiles for the model of a config.json");
     nb::class_<LLM>(m, "_LLM")

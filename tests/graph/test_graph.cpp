@@ -94,3 +94,24 @@ TEST_CASE("typed data in and out") {
     CHECK(rt.get<std::int32_t>(out) == std::vector<std::int32_t>{4, -5, 22});
     CHECK(rt.get<std::int32_t>(flags) == std::vector<std::int32_t>{0, 1, 0});
 }
+
+TEST_CASE_TEMPLATE("a cast of a permuted node casts the node in order, then permutes", Runtime, ReferenceRuntime, CpuRuntime) {
+    Graph g;
+    const std::int64_t rows = 2, cols = 3;
+    auto w = g.tensor({rows, cols}, DType::BF16);
+    auto widened = w.permute({1, 0}).cast(DType::F32);
+    // What matmul-reads-narrow-operand looks for: the Cast reads its input whole and in order.
+    const Node& cast = g.node(widened.id());
+    CHECK(cast.op.kind == OpKind::Cast);
+    CHECK(cast.inputs[0].view.is_contiguous());
+    CHECK(cast.shape == Shape{rows, cols});
+    auto out = widened.output();
+    auto rt = g.compile(Runtime{});
+    const std::vector<float> values{1, -2, 3.5f, 0.25f, 8, -0.5f};  // exact in bf16
+    rt.set_data(w, values);
+    rt.execute(g.dyn_map());
+    std::vector<float> transposed;
+    for (std::int64_t c = 0; c < cols; ++c)
+        for (std::int64_t r = 0; r < rows; ++r) transposed.push_back(values[static_cast<std::size_t>(r * cols + c)]);
+    CHECK(rt.get_f32(out) == transposed);
+}

@@ -2,6 +2,8 @@
 // Elementwise ops, each expanded into HLIR primitives. Float math on integer or
 // bool tensors first casts them to f32, as torch does.
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "luminal/graph/ops_common.hpp"
 
@@ -174,10 +176,39 @@ inline GraphTensor pow_fn::apply(const GraphTensor& x, const GraphTensor& y) {
     return where(fy.eq(0), 1.0, where(fx < 0, negative_base, magnitude));
 }
 
+namespace detail {
+
+// The order that permutes the whole of `shape`, laid out in order, into `view`, if `view` is such a permutation.
+inline std::optional<Axes> permutation_of(const ShapeTracker& view, const Shape& shape) {
+    const ShapeTracker whole(shape);
+    if (view.rank() != shape.size() || view.is_padded_or_masked()) return std::nullopt;
+    Axes order;
+    std::vector<bool> used(shape.size(), false);
+    for (const ShapeTracker::Axis& axis : view.axes()) {
+        std::size_t from = 0;
+        while (from < shape.size() && (used[from] || !(whole.axes()[from].stride == axis.stride) || !(shape[from] == axis.size))) ++from;
+        if (from == shape.size()) return std::nullopt;
+        used[from] = true;
+        order.push_back(static_cast<int>(from));
+    }
+    std::vector<std::size_t> unsigned_order(order.begin(), order.end());
+    if (!(whole.permute(unsigned_order) == view)) return std::nullopt;
+    return order;
+}
+
+}  // namespace detail
+
 namespace ops {
 
+// A permuted view of a whole node is cast as the node itself, then permuted: the same
+// elements cast, but the Cast reads its input in order, which is what the rules that read a
+// narrow matrix as stored look for (an ATen product of a bf16 weight reads it transposed).
 inline GraphTensor cast(const GraphTensor& x, DType dtype) {
     if (x.dtype() == dtype) return x;
+    const Shape& stored = x.graph().node(x.id()).shape;
+    if (!x.view().is_contiguous())
+        if (std::optional<Axes> order = detail::permutation_of(x.view(), stored))
+            return detail::make_node(Op(OpKind::Cast), {x.with_view(ShapeTracker(stored))}, stored, dtype).permute(*order);
     return detail::make_node(Op(OpKind::Cast), {x}, x.shape(), dtype);
 }
 

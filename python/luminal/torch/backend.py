@@ -8,7 +8,11 @@ that write-back copies nothing.
 
 options: device ("cpu", "cuda" or "reference"), search (candidate programs to profile),
 threads (CPU threads; 0 = every core), fallback (True: ops without a translation run in
-PyTorch between luminal partitions, named in one warning)."""
+PyTorch between luminal partitions, named in one warning), plan_only (with device "cuda": compile
+for the CUDA backend without a GPU and price each call instead of running it; the compiled
+graph's `plan` (luminal.torch.backend.planned) holds the last call's launches and modelled
+time, and the outputs are meta tensors: call the model with meta inputs, built on the meta
+device)."""
 from __future__ import annotations
 
 import warnings
@@ -19,14 +23,15 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from .._luminal import Error
-from .decompositions import decompositions
+from .decompositions import attention_as_cpu_flash, decompositions
 from .fallback import split_unsupported
 from .runner import CompiledGraph
 from .translate import translate
 
-_DEFAULTS = {"device": "cpu", "search": 1, "threads": 0, "fallback": False}
+_DEFAULTS = {"device": "cpu", "search": 1, "threads": 0, "fallback": False, "plan_only": False}
 
 compilations = 0  # graphs this backend has compiled in this process (tests count recompiles with it)
+planned = []  # plan_only: each graph's CompiledGraph, in the order compiled (its `plan`: its last call's)
 
 
 def _settings(options) -> dict:
@@ -69,8 +74,10 @@ def _compile_one(gm: torch.fx.GraphModule, settings: dict, mutations: dict[int, 
     global compilations
     compiled = CompiledGraph(translate(gm, name="the captured graph"), device=settings["device"],
                              search=settings["search"], threads=settings["threads"], name="luminal graph",
-                             mutations=mutations)
+                             mutations=mutations, plan_only=settings["plan_only"])
     compilations += 1
+    if settings["plan_only"]:
+        planned.append(compiled)
 
     call = compiled.call  # one C++ call per execution
 
@@ -97,5 +104,6 @@ def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | No
         with unset_fake_temporarily():
             return compile_fx(aten_gm, aten_inputs, settings)
 
+    attention_as_cpu_flash(gm)
     return aot_autograd(fw_compiler=forward, inference_compiler=forward, bw_compiler=_inference_only,
                         decompositions=decompositions())(gm, example_inputs)

@@ -5,8 +5,16 @@ only at tensors whose object or memory changed. An output that is the new value 
 input (a StaticCache's index_copy_) is carried state: the new values are in the input tensor
 itself (the rows written in place where the CPU runtime updates it so, small state copied
 back) and that tensor is the output, so writing it back (AOTAutograd's copy_, the AOT
-path's) costs nothing."""
+path's) costs nothing.
+
+plan_only (device "cuda"): the graph is compiled for the CUDA backend without a device (its
+program run by cuda::HostEmulator, never executed here) and each call prices one execution at
+the call's sizes (`plan`: the launches and their modelled time); the outputs are tensors on
+the meta device, sizes without values, as a plan has none. Mutated inputs are planned as carried
+state, as on the CPU; the CUDA runtime's binding here copies them instead (not yet carried)."""
 from __future__ import annotations
+
+import json
 
 import torch
 
@@ -18,13 +26,22 @@ from .translate import Translation
 
 class CompiledGraph:
     def __init__(self, translation: Translation, *, device: str = "cpu", search: int = 1, threads: int = 0,
-                 name: str = "graph", mutations: dict[int, int] | None = None):
+                 name: str = "graph", mutations: dict[int, int] | None = None, plan_only: bool = False):
         """mutations: output index -> index of the input whose new value that output is."""
         self.translation = translation
         self.name = name
+        self.plan = None  # plan_only: the CUDA plan of the last call
         runtime = {"cpu": "cpu", "cuda": "cuda", "reference": "reference"}.get(device)
         if runtime is None:
             raise Error(f"luminal backend: device must be 'cpu', 'cuda' or 'reference', got {device!r}")
+        if plan_only and runtime != "cuda":
+            raise Error(f"luminal backend: plan_only plans for the CUDA backend (device 'cuda'), got device {device!r}")
+        if plan_only:
+            # Planned as the CPU path runs it: each mutated input carried, its new rows written in place.
+            self._carry(mutations or {})
+            self.compiled = compile_graph(translation.graph, "cuda-emulator", search=search)
+            self.call = self._plan
+            return
         carried = self._carry(mutations or {}) if runtime == "cpu" else {}
         self.compiled = compile_graph(translation.graph, runtime, search=search, threads=threads)
         for lum, value in translation.constants:
@@ -40,6 +57,16 @@ class CompiledGraph:
 
     def __call__(self, *args):
         return self.call(*args)
+
+    def _plan(self, *args):
+        """Prices one execution at the sizes of `args` (the inputs' values are not read) and
+        returns the outputs' sizes as meta tensors."""
+        dims = {letter: int(args[index]) if axis is None else int(args[index].shape[axis])
+                for letter, (index, axis) in self.translation.dim_sources.items()}
+        self.plan = json.loads(self.compiled.cuda_plan(dims))
+        return [torch.empty([d if isinstance(d, int) else d.eval(dims) for d in slot.shape],
+                            dtype=slot.torch_dtype or LUMINAL_TO_TORCH[slot.tensor.dtype], device="meta")
+                if slot.kind == "tensor" else slot.value for slot in self.translation.outputs]
 
     def _carry(self, mutations: dict[int, int]) -> dict[int, int]:
         """Declares each mutated input's new value as carried state (Graph.carry), so the CPU
