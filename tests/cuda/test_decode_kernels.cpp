@@ -64,6 +64,24 @@ void check_printed_against_reference(Graph& g, const std::vector<std::pair<Graph
 
 HostBuffer buffer(DType dtype, const std::vector<float>& values) { return host_buffer_from_values(dtype, std::span<const float>(values)); }
 
+double round_bf16(double v) { return static_cast<double>(bf16_bits_to_f32(f32_to_bf16_bits(static_cast<float>(v)))); }
+
+// Values a bf16 tensor can hold, so that a hand computation starts from what the kernel reads.
+std::vector<float> bf16_noise(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+    std::vector<float> v = noise(n, seed, scale);
+    for (float& e : v) e = static_cast<float>(round_bf16(e));
+    return v;
+}
+
+// `out` of `g` run on `rt` with `inputs` (each stored in its tensor's dtype).
+template <typename Emulator>
+std::vector<float> run_on(Emulator& rt, const Graph& g, const std::vector<std::pair<GraphTensor, std::vector<float>>>& inputs,
+                          const GraphTensor& out) {
+    for (const auto& [t, values] : inputs) rt.set_bytes(t, host_buffer_to_bytes(buffer(t.dtype(), values)));
+    rt.execute(g.dyn_map());
+    return rt.get_f32(out);
+}
+
 }  // namespace
 
 namespace {
@@ -133,6 +151,88 @@ TEST_CASE("the decode GEMV: an RMSNorm prologue, two weights with SiLU(gate) * u
         for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(1e-4).scale(1.0));
     }
     CHECK(EveryGemvLayout::layouts_checked == std::size(cases) * 2 * (std::size(egraph::kGemvLayouts) - 1));
+}
+
+// transformers' LlamaRMSNorm in a bf16 model, as torch.compile hands it over for one token: the [1, 1, H]
+// residual widened to f32, normalized, rounded to bf16 before the bf16 weight, the product rounded again,
+// then reshaped to [1, H] and widened for the projection. The Gemv computes all of it in its prologue (the
+// row kernel through the casts and the reshape), and matches the same arithmetic done here in double with
+// bf16 rounding at the same points.
+TEST_CASE("an RMSNorm written as transformers writes it for one token, bf16 roundings and a reshape between, is one Gemv") {
+    constexpr std::int64_t kHidden = 1048, kOutputs = 40;
+    constexpr double kEpsilon = 1e-5;
+    Graph g;
+    auto x = g.named_tensor("x", {1, 1, kHidden}, DType::BF16);
+    auto weight = g.named_tensor("weight", {kHidden}, DType::BF16);
+    auto projection = g.named_tensor("projection", {kOutputs, kHidden}, DType::BF16);
+    auto h = x.cast(DType::F32);
+    auto normed = h * ((h * h).mean(-1, true) + kEpsilon).sqrt().recip();
+    auto scaled = weight.expand({1, 1, kHidden}) * normed.cast(DType::BF16);
+    auto y = scaled.reshape({1, kHidden}).cast(DType::F32).matmul(projection.cast(DType::F32).t()).output();
+
+    auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
+    std::size_t launches = 0;
+    for (const ProgramNode& node : printed.nodes()) {
+        const OpSymbol kind = node.spec.kind;
+        launches += !(kind == symbol_of(OpKind::Input) || kind == symbol_of(OpKind::Output) || kind == symbol_of(OpKind::Constant));
+    }
+    CHECK_MESSAGE(count_op(printed, "cuda.Gemv") == 1, report.program.to_string());
+    CHECK_MESSAGE(launches == 1, report.program.to_string());
+
+    const auto xs = bf16_noise(kHidden, 41, 2.0), ws = bf16_noise(kHidden, 42), ps = bf16_noise(kOutputs * kHidden, 43, 0.5);
+    double squares = 0;
+    for (float v : xs) squares += static_cast<double>(v) * v;
+    const double inverse_rms = 1.0 / std::sqrt(squares / kHidden + kEpsilon);
+    std::vector<double> activation(kHidden);
+    for (std::int64_t k = 0; k < kHidden; ++k) activation[k] = round_bf16(ws[k] * round_bf16(xs[k] * inverse_rms));
+    const auto got = run_on(printed, g, {{x, xs}, {weight, ws}, {projection, ps}}, y);
+    REQUIRE(got.size() == static_cast<std::size_t>(kOutputs));
+    for (std::int64_t n = 0; n < kOutputs; ++n) {
+        double want = 0, magnitude = 0;
+        for (std::int64_t k = 0; k < kHidden; ++k) {
+            want += activation[k] * ps[n * kHidden + k];
+            magnitude += std::abs(activation[k] * ps[n * kHidden + k]);
+        }
+        // A bf16 rounding of the activation may land on the other side where f32 and double sums differ.
+        CHECK(std::abs(got[n] - want) <= 1e-3 * magnitude);
+    }
+}
+
+// transformers' LlamaMLP in a bf16 model for one token, as torch.compile hands it over: each projection's
+// [1, H] product rounded to bf16 and reshaped to [1, 1, I], SiLU(gate) and its product with up rounded in
+// bf16. Gate and up are one Gemv with the SiLU product in its epilogue, read through the reshape; checked
+// against the same arithmetic in double with bf16 rounding at the same points.
+TEST_CASE("SiLU(gate) * up written as transformers writes it for one token, reshaped between, is the epilogue of one Gemv") {
+    constexpr std::int64_t kHidden = 64, kIntermediate = 40;
+    Graph g;
+    auto x = g.named_tensor("x", {1, 1, kHidden}, DType::BF16);
+    auto gate_weight = g.named_tensor("gate", {kIntermediate, kHidden}, DType::BF16);
+    auto up_weight = g.named_tensor("up", {kIntermediate, kHidden}, DType::BF16);
+    auto linear = [&](const GraphTensor& w) {
+        auto product = x.reshape({1, kHidden}).cast(DType::F32).matmul(w.cast(DType::F32).t()).cast(DType::BF16);
+        return product.reshape({1, 1, kIntermediate});
+    };
+    auto gate = linear(gate_weight), up = linear(up_weight);
+    auto silu = GraphTensor(gate.cast(DType::F32).silu()).cast(DType::BF16);
+    auto y = (silu * up).output();
+
+    auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
+    CHECK_MESSAGE(count_op(printed, "cuda.Gemv") == 1, report.program.to_string());
+
+    const auto xs = bf16_noise(kHidden, 51), gs = bf16_noise(kIntermediate * kHidden, 52, 0.5), us = bf16_noise(kIntermediate * kHidden, 53, 0.5);
+    const auto got = run_on(printed, g, {{x, xs}, {gate_weight, gs}, {up_weight, us}}, y);
+    REQUIRE(got.size() == static_cast<std::size_t>(kIntermediate));
+    for (std::int64_t n = 0; n < kIntermediate; ++n) {
+        double gate_sum = 0, up_sum = 0;
+        for (std::int64_t k = 0; k < kHidden; ++k) {
+            gate_sum += static_cast<double>(xs[k]) * gs[n * kHidden + k];
+            up_sum += static_cast<double>(xs[k]) * us[n * kHidden + k];
+        }
+        const double g_bf16 = round_bf16(gate_sum), u_bf16 = round_bf16(up_sum);
+        const double want = round_bf16(round_bf16(g_bf16 / (1.0 + std::exp(-g_bf16))) * u_bf16);
+        // One bf16 step either way: an f32 sum may round to the other neighbour of the double one.
+        CHECK(std::abs(got[n] - want) <= std::abs(want) * (1.0 / 128) + 1e-6);
+    }
 }
 
 // Over a bf16 cache the prompt kernel is the decode kernel's alternative: a wide GQA group of few keys may take it.

@@ -111,6 +111,55 @@ struct RowKernelGrows {
     }
 };
 
+// Casts to f32 of a row kernel's result read in order (a bf16 model's RMSNorm
+// rounded to bf16, then widened for the product; torch graphs also reshape
+// between): the row kernel computes the casts too, in the region's shape, so
+// a Gemv, whose prologue takes f32 rows, takes the whole row.
+struct RowKernelThroughCasts {
+    static constexpr std::string_view name = "cuda.row-through-casts";
+    using pattern = As<"region", AnyArity<op_symbol<FusedElementwiseOp>>>;
+    static constexpr bool reads_child_classes = true;
+    static constexpr std::array<Symbol, 1> reads_child_ops = {op_symbol<cuda::RowOp>};
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const auto kids = g.children(m.node<"region">());
+        if (kids.size() != 1) return;
+        // Most regions compute more than casts or read no row op: passed over before anything is copied.
+        std::optional<ENodeId> best;
+        {
+            const NodeSpec& region = ctx.spec(g, m.node<"region">());
+            const auto& steps = region.payload_as<FusedElementwiseOp>()->program->steps;
+            if (region.dtype != DType::F32 || region.shape.empty() ||
+                !std::all_of(steps.begin(), steps.end(), [](const FusedStep& s) { return s.kind == OpKind::Cast; }))
+                return;
+            for (ENodeId n : g.class_nodes(g.find(kids[0])))
+                if (g.alive(n) && g.node(n).op == op_symbol<cuda::RowOp> && same_row_layout(ctx.spec(g, n).shape, region.shape) &&
+                    (!best || row_detail::consumer_rank(g, ctx, n) < row_detail::consumer_rank(g, ctx, *best)))
+                    best = n;
+            if (!best || !reads_in_order(region.views[0])) return;
+        }
+        const NodeSpec region = ctx.spec(g, m.node<"region">());  // copies: add_spec may move the specs
+        const NodeSpec row = ctx.spec(g, *best);
+        const auto row_kids = g.children(*best);
+        const std::vector<ClassId> children(row_kids.begin(), row_kids.end());
+        // The row's inputs read in the region's shape: the same flat positions, as both read in order.
+        std::vector<ShapeTracker> views;
+        for (const ShapeTracker& v : row.views)
+            if (auto reshaped = v.reshape(region.shape)) views.push_back(std::move(*reshaped));
+        if (views.size() != row.views.size()) return;
+        cuda::RowOp op = *row.payload_as<cuda::RowOp>();
+        auto program = std::make_shared<FusedProgram>(*op.program);
+        // The region's slot 0 is the row's result, the program's last step; its step j follows the row's steps.
+        const auto inputs = static_cast<std::uint16_t>(op.operands.size());
+        const auto result = static_cast<std::uint16_t>(inputs + program->steps.size() - 1);
+        for (FusedStep cast : region.payload_as<FusedElementwiseOp>()->program->steps) {
+            cast.a = cast.a == 0 ? result : static_cast<std::uint16_t>(result + cast.a);
+            program->steps.push_back(cast);
+        }
+        op.program = std::move(program);
+        g.merge(m.root(g), add_spec(g, ctx, NodeSpec::backend(std::move(op), std::move(views), region.shape, region.dtype), children));
+    }
+};
+
 struct MatmulThroughBlas {
     static constexpr std::string_view name = "cuda.matmul-blas";
     using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, Var<"a">, Var<"b">>>;
@@ -206,7 +255,7 @@ struct ExpertMatmulThroughGemm {
 using CudaRules = concat_t<CoreRules, LoweringRules, ExpertRules,
                            RuleSet<ReduceSpreadOverThreads<OpKind::SumReduce>, ReduceSpreadOverThreads<OpKind::MaxReduce>,
                                    ReduceAbsorbsRegion<OpKind::SumReduce>, ReduceAbsorbsRegion<OpKind::MaxReduce>,
-                                   RowKernelFromRegion, RowKernelGrows, MatmulThroughBlas, NarrowMatmulThroughBlas,
+                                   RowKernelFromRegion, RowKernelGrows, RowKernelThroughCasts, MatmulThroughBlas, NarrowMatmulThroughBlas,
                                    BlasMatmulAddsAddend>,
                            GemvRules, QuantRules, RegionRules,
                            RuleSet<ScatterWritesAtPositions, AttentionFromSoftmax<CudaAttentionReads>, FlashAttentionFromAttention, FlashAttentionWritesTokenRows,

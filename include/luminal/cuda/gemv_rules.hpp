@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "luminal/cuda/gemv_op.hpp"
+#include "luminal/cuda/row_fusion.hpp"
 #include "luminal/egraph/rule_support.hpp"
 #include "luminal/lowering/rules.hpp"
 
@@ -114,13 +115,13 @@ struct GemvAbsorbsPrologue {
         const NodeSpec& spec = ctx.spec(g, m.node<"gemv">());
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
         if (spec.payload_as<cuda::GemvOp>()->prologue || spec.payload_as<cuda::GemvOp>()->epilogue) return;
-        // Of the activation's class, the row op that hoists the most per-row work; else each region of casts
-        // alone (the activation rounded to the weights' dtype, reaching back to different producers: the
-        // extraction weighs them). A region computing more would be recomputed by every block, and each
-        // prologue is one more Gemv for every epilogue the Gemv's consumers offer.
+        // Of the activation's class, the row op that leaves the fewest of its inputs to other launches, then
+        // hoists the most per-row work; else each region of casts alone (the activation rounded to the weights'
+        // dtype, reaching back to different producers: the extraction weighs them). A region computing more
+        // would be recomputed by every block, and each prologue is one more Gemv for every epilogue the Gemv's
+        // consumers offer.
         std::optional<ENodeId> row_op;
         std::vector<ENodeId> regions;
-        auto stages = [&](ENodeId n) { return ctx.spec(g, n).payload_as<cuda::RowOp>()->stages.size(); };
         auto casts_only = [&](ENodeId n) {
             const auto& steps = ctx.spec(g, n).payload_as<FusedElementwiseOp>()->program->steps;
             return std::all_of(steps.begin(), steps.end(), [](const FusedStep& s) { return s.kind == OpKind::Cast; });
@@ -128,7 +129,8 @@ struct GemvAbsorbsPrologue {
         for (ENodeId r : g.class_nodes(g.find(g.children(m.node<"gemv">())[0]))) {
             if (!g.alive(r)) continue;
             const OpSymbol kind = ctx.spec(g, r).kind;
-            if (kind == op_symbol<cuda::RowOp> && (!row_op || stages(r) > stages(*row_op))) row_op = r;
+            if (kind == op_symbol<cuda::RowOp> && (!row_op || row_detail::consumer_rank(g, ctx, r) < row_detail::consumer_rank(g, ctx, *row_op)))
+                row_op = r;
             if (kind == op_symbol<FusedElementwiseOp> && casts_only(r)) regions.push_back(r);
         }
         if (row_op) regions = {*row_op};
@@ -195,7 +197,7 @@ struct GemvAbsorbsEpilogue {
                     // The op is in the e-node's own record: most nodes are passed over without reading their spec.
                     if (!g.alive(n) || g.node(n).op != op_symbol<cuda::GemvOp>) continue;
                     const NodeSpec& s = ctx.spec(g, n);
-                    if (s.shape != spec.shape) continue;
+                    if (!same_row_layout(s.shape, spec.shape)) continue;
                     const cuda::GemvOp* op = s.payload_as<cuda::GemvOp>();
                     if (!op->epilogue) plain[i].emplace_back(g, n, &s, op), any = true;
                 }
@@ -210,7 +212,7 @@ struct GemvAbsorbsEpilogue {
             if (ctx.read_before(kProductsRead, matched, std::move(found))) return;
             // The view is tested only where there is a product (most classes hold none): it builds expressions.
             for (std::size_t i = 0; i < region_kids.size(); ++i)
-                if (!plain[i].empty() && !reads_whole(spec, i)) plain[i].clear();
+                if (!plain[i].empty() && !reads_in_order(spec.views[i])) plain[i].clear();
             std::vector<const gemv_detail::GemvNode*> lead_of;
             for (const auto& products : plain)
                 for (const gemv_detail::GemvNode& n : products) {

@@ -315,6 +315,16 @@ inline bool grow(const EGraph& g, const HlirContext& ctx, RowDraft& row, const R
     return grew;
 }
 
+// How a consumer ranks a class's row ops, lowest first: the one that leaves the fewest of its inputs to
+// other launches (inputs deeper than bound data: an input, a constant, an iota), then the one that
+// hoists the most per-row work.
+inline std::pair<std::size_t, std::size_t> consumer_rank(const EGraph& g, const HlirContext& ctx, ENodeId row) {
+    std::size_t computed = 0;
+    for (ClassId c : g.children(row)) computed += ctx.facts(g, c).depth > 0;
+    const std::size_t stages = ctx.spec(g, row).payload_as<cuda::RowOp>()->stages.size();
+    return {computed, kMaxRowStages - std::min(stages, kMaxRowStages)};
+}
+
 inline void add_row(EGraph& g, HlirContext& ctx, ClassId root, const RowDraft& row) {
     g.merge(root, add_spec(g, ctx, NodeSpec::backend(row.op, row.views, row.shape, row.dtype), row.children));
 }

@@ -16,6 +16,25 @@ inline bool reads_whole(const NodeSpec& s, std::size_t i) {
     return s.views[i].is_contiguous() && s.views[i].dims() == s.shape;
 }
 
+// Whether `v` reads its buffer in order from its start, as is_contiguous says, but a size-1 axis at any
+// stride: torch's views give such axes strides of 0 or of a neighbour, and they read one place whatever it is.
+inline bool reads_in_order(const ShapeTracker& v) {
+    if (!(v.base() == Expression(0))) return false;
+    Expression stride = 1;
+    for (std::size_t i = v.rank(); i-- > 0;) {
+        const ShapeTracker::Axis& a = v.axes()[i];
+        const bool any_stride = a.size == Expression(1);
+        if ((!(a.stride == stride) && !any_stride) || !(a.offset == Expression(0)) || !v.axis_fully_valid(i)) return false;
+        stride = stride * a.size;
+    }
+    return true;
+}
+
+// Whether shapes a and b hold the same rows: equal sizes and row lengths (the same flat layout, read in order).
+inline bool same_row_layout(const Shape& a, const Shape& b) {
+    return a == b || (!a.empty() && !b.empty() && a.back() == b.back() && product(a) == product(b));
+}
+
 inline bool has_padding(const ShapeTracker& v) { return v.is_padded_or_masked(); }
 
 // Any live e-node of class c with op `op`.

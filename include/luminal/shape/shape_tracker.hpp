@@ -11,6 +11,7 @@
 // be split or merged in place; otherwise the caller must copy (see reshape()).
 #include <absl/container/flat_hash_map.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <optional>
@@ -183,12 +184,22 @@ public:
         return reshape(d);
     }
 
-    // Logical row-major index (Expression::index()) -> logical coordinate of `axis`.
+    // Logical row-major index (Expression::index()) -> logical coordinate of `axis`. A size-1 axis sits
+    // at 0, and the first axis of another size takes the index whole (index / inner, no modulo) as axis 0
+    // would: for every index in range these are equal, and said outright they make views that differ only
+    // in size-1 axes index alike, which the simplifier could not prove (index / inner is not 0 to it).
     Expression coordinate(std::size_t axis) const {
+        auto is_one = [](const Expression& size) {
+            const auto c = size.as_constant();
+            return c && *c == 1;
+        };
+        if (is_one(axes_[axis].size)) return 0;
         Expression inner = 1;
         for (std::size_t i = axis + 1; i < rank(); ++i) inner = inner * axes_[i].size;
         Expression c = Expression::index() / inner;
-        return axis == 0 ? c : c % axes_[axis].size;
+        const bool leading = std::all_of(axes_.begin(), axes_.begin() + static_cast<std::ptrdiff_t>(axis),
+                                         [&](const Axis& a) { return is_one(a.size); });
+        return leading ? c : c % axes_[axis].size;
     }
     // Buffer offset read for the element at Expression::index().
     Expression index_expression() const {
