@@ -8,7 +8,6 @@ _SDPA = ("the OpInfo seeds the RNG inside the call, so dynamo runs it eagerly an
 _SCATTER_REDUCE = "scatter with reduce= (aten.scatter.reduce) has no translation"
 
 KNOWN_FAILURES: dict[tuple[str, str, int], str] = {
-    ("acos", "float32", 1): _ZERO_SIZE,
     ("argsort", "bfloat16", 0): _STABLE_SORT,
     ("eye", "float32", 0): _ZERO_SIZE,
     ("eye", "float32", 1): _ZERO_SIZE,
@@ -19,16 +18,10 @@ KNOWN_FAILURES: dict[tuple[str, str, int], str] = {
     ("log_softmax.with_dtype", "float32", 2): _FLOAT64,
     ("log_softmax.with_dtype", "bfloat16", 0): _FLOAT64,
     ("narrow", "float32", 1): _ZERO_SIZE,
-    ("nn.functional.elu", "float32", 1): _ZERO_SIZE,
-    ("nn.functional.hardsigmoid", "float32", 1): _ZERO_SIZE,
     ("nn.functional.scaled_dot_product_attention", "float32", 0): _SDPA,
     ("nn.functional.scaled_dot_product_attention", "float32", 1): _SDPA,
     ("nn.functional.scaled_dot_product_attention", "float32", 2): _SDPA,
     ("nn.functional.scaled_dot_product_attention", "bfloat16", 0): _SDPA,
-    ("nn.functional.softplus", "float32", 1): _ZERO_SIZE,
-    ("round.decimals_0", "float32", 1): _ZERO_SIZE,
-    ("round.decimals_3", "float32", 1): _ZERO_SIZE,
-    ("round.decimals_neg_3", "float32", 1): _ZERO_SIZE,
     ("scatter", "float32", 1): _SCATTER_REDUCE,
     ("scatter", "float32", 2): _SCATTER_REDUCE,
     ("softmax.with_dtype", "float32", 0): _FLOAT64,

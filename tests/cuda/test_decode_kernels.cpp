@@ -64,12 +64,13 @@ void check_printed_against_reference(Graph& g, const std::vector<std::pair<Graph
 
 HostBuffer buffer(DType dtype, const std::vector<float>& values) { return host_buffer_from_values(dtype, std::span<const float>(values)); }
 
-double round_bf16(double v) { return static_cast<double>(bf16_bits_to_f32(f32_to_bf16_bits(static_cast<float>(v)))); }
+// The bf16 value nearest v.
+double nearest_bf16(double v) { return static_cast<double>(bf16_bits_to_f32(f32_to_bf16_bits(static_cast<float>(v)))); }
 
 // Values a bf16 tensor can hold, so that a hand computation starts from what the kernel reads.
 std::vector<float> bf16_noise(std::size_t n, std::uint64_t seed, double scale = 1.0) {
     std::vector<float> v = noise(n, seed, scale);
-    for (float& e : v) e = static_cast<float>(round_bf16(e));
+    for (float& e : v) e = static_cast<float>(nearest_bf16(e));
     return v;
 }
 
@@ -184,7 +185,7 @@ TEST_CASE("an RMSNorm written as transformers writes it for one token, bf16 roun
     for (float v : xs) squares += static_cast<double>(v) * v;
     const double inverse_rms = 1.0 / std::sqrt(squares / kHidden + kEpsilon);
     std::vector<double> activation(kHidden);
-    for (std::int64_t k = 0; k < kHidden; ++k) activation[k] = round_bf16(ws[k] * round_bf16(xs[k] * inverse_rms));
+    for (std::int64_t k = 0; k < kHidden; ++k) activation[k] = nearest_bf16(ws[k] * nearest_bf16(xs[k] * inverse_rms));
     const auto got = run_on(printed, g, {{x, xs}, {weight, ws}, {projection, ps}}, y);
     REQUIRE(got.size() == static_cast<std::size_t>(kOutputs));
     for (std::int64_t n = 0; n < kOutputs; ++n) {
@@ -228,8 +229,8 @@ TEST_CASE("SiLU(gate) * up written as transformers writes it for one token, resh
             gate_sum += static_cast<double>(xs[k]) * gs[n * kHidden + k];
             up_sum += static_cast<double>(xs[k]) * us[n * kHidden + k];
         }
-        const double g_bf16 = round_bf16(gate_sum), u_bf16 = round_bf16(up_sum);
-        const double want = round_bf16(round_bf16(g_bf16 / (1.0 + std::exp(-g_bf16))) * u_bf16);
+        const double g_bf16 = nearest_bf16(gate_sum), u_bf16 = nearest_bf16(up_sum);
+        const double want = nearest_bf16(nearest_bf16(g_bf16 / (1.0 + std::exp(-g_bf16))) * u_bf16);
         // One bf16 step either way: an f32 sum may round to the other neighbour of the double one.
         CHECK(std::abs(got[n] - want) <= std::abs(want) * (1.0 / 128) + 1e-6);
     }
