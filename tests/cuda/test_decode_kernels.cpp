@@ -236,6 +236,49 @@ TEST_CASE("SiLU(gate) * up written as transformers writes it for one token, resh
     }
 }
 
+// transformers' StaticCache for one token, as torch.compile hands it over: the new k rows written into a
+// [1, heads, rows, dim] bf16 cache with index_put at `arange(1) + length`, the length a tensor read at run time
+// and wrapped as Python wraps a negative index; the translation's flat positions are an iota over the other
+// axes plus that index times the row. The positions are proven distinct (an iota plus a value shared by every
+// element), so it is one WriteAt computing them and the bf16 rounding itself: no claim table, no other launch.
+TEST_CASE("a cache row written at a length held in a tensor, as transformers' StaticCache writes it, is one WriteAt") {
+    constexpr std::int64_t kHeads = 2, kRows = 16, kDim = 8;
+    Graph g;
+    auto cache = g.named_tensor("cache", {1, kHeads, kRows, kDim}, DType::BF16);
+    auto length = g.named_tensor("length", {}, DType::I64);
+    auto k = g.named_tensor("k", {1, kHeads, 1, kDim});
+    GraphTensor at = g.arange(1, DType::I64) + length.expand({1});
+    at = at + (at < 0).cast(DType::I64) * kRows;
+    const Expression z = Expression::index();
+    const Expression others = z / (kHeads * kDim) * (kHeads * kRows * kDim) + z / kDim % kHeads * (kRows * kDim) + z % kDim;
+    auto offsets = g.iota(others, {1, kHeads, 1, kDim}, DType::I64) + at.reshape({1, 1, 1, 1}).expand({1, kHeads, 1, kDim}) * kDim;
+    auto written = ops::scatter(cache, offsets, k.cast(DType::BF16)).output();
+
+    auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
+    std::size_t launches = 0;
+    for (const ProgramNode& node : printed.nodes()) {
+        const OpSymbol kind = node.spec.kind;
+        launches += !(kind == symbol_of(OpKind::Input) || kind == symbol_of(OpKind::Output) || kind == symbol_of(OpKind::Constant));
+    }
+    CHECK_MESSAGE(count_op(printed, "cuda.WriteAt") == 1, report.program.to_string());
+    CHECK_MESSAGE(launches == 1, report.program.to_string());
+
+    const auto old_rows = bf16_noise(kHeads * kRows * kDim, 61), new_rows = noise(kHeads * kDim, 62);
+    for (const std::int64_t held : {std::int64_t{5}, std::int64_t{-3}}) {
+        CAPTURE(held);
+        const std::int64_t row = held < 0 ? held + kRows : held;
+        const auto got = run_on(printed, g, {{cache, old_rows}, {length, {static_cast<float>(held)}}, {k, new_rows}}, written);
+        REQUIRE(got.size() == old_rows.size());
+        for (std::int64_t h = 0; h < kHeads; ++h)
+            for (std::int64_t r = 0; r < kRows; ++r)
+                for (std::int64_t d = 0; d < kDim; ++d) {
+                    const std::size_t e = static_cast<std::size_t>((h * kRows + r) * kDim + d);
+                    const double want = r == row ? nearest_bf16(new_rows[static_cast<std::size_t>(h * kDim + d)]) : old_rows[e];
+                    CHECK(got[e] == want);
+                }
+    }
+}
+
 // Over a bf16 cache the prompt kernel is the decode kernel's alternative: a wide GQA group of few keys may take it.
 TEST_CASE("flash-decoding attention: GQA groups, head sizes, cache dtypes, split and unsplit keys, one and several queries, "
           "more KV heads than one counter line holds") {

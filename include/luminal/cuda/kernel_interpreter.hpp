@@ -69,6 +69,7 @@ public:
         }
     }
     const HostBuffer& result() const { return values_.back(); }
+    const HostBuffer& value(std::size_t step) const { return values_[step]; }
 
 private:
     void load(const Step& s, const BoundLoad& bound, HostBuffer& v, std::int64_t element) {
@@ -163,12 +164,11 @@ inline void interpret(const Kernel& k, const KernelBuffers& buffers) {
     }
     BodyRunner body(k.body, k.node, buffers);
     if (k.shape == Kernel::Shape::Elementwise) {
-        const std::optional<Expression> at = k.store_at ? std::optional(k.store_at->bind(buffers.dims)) : std::nullopt;
         const std::int64_t n = k.store_count.eval(buffers.dims);
         for (std::int64_t z = 0; z < count; ++z) {
             body.run(z);
-            const std::int64_t to = at ? at->eval(buffers.dims, z) : z;
-            check(!at || (to >= 0 && to < n), "Scatter", "node {}: index {} at position {} is out of range for {} elements", k.node,
+            const std::int64_t to = k.store_at ? body.value(*k.store_at).as_int(0) : z;
+            check(!k.store_at || (to >= 0 && to < n), "Scatter", "node {}: index {} at position {} is out of range for {} elements", k.node,
                   to, z, n);
             buffers.out.copy_element(static_cast<std::size_t>(to), body.result(), 0);
         }

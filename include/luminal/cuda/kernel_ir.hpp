@@ -98,10 +98,10 @@ struct Kernel {
     Expression extent = 1, inner = 1;
     ReduceStrategy strategy = ReduceStrategy::ThreadPerOutput;
     std::vector<RowStageKernel> stages;  // Row only
-    // Elementwise only: each element is stored at this position (over the
-    // element index) of an output of `store_count` elements, instead of at the
+    // Elementwise only: each element is stored at the position this body step
+    // computes, of an output of `store_count` elements, instead of at the
     // element; the positions of distinct elements are distinct.
-    std::optional<Expression> store_at;
+    std::optional<std::uint16_t> store_at;
     Expression store_count = 0;
     std::uint32_t node = 0;  // program node, for error messages
 

@@ -386,7 +386,8 @@ inline std::string kernel_source(const Kernel& k) {
                 out += fmt::format("    out[{}] = {};\n", index, value);
                 return;
             }
-            const std::string position = printer.print(*k.store_at, index), n = counts.print(k.store_count, "0");
+            const std::string position = convert(k.body.steps[*k.store_at].dtype, DType::I64, fmt::format("v{}", *k.store_at));
+            const std::string n = counts.print(k.store_count, "0");
             out += fmt::format("    const i64 at = {0};\n    if (at < 0 || at >= {1}) luminal_fault(fault, {2}, node, at, {1});\n"
                                "    else out[at] = {3};\n",
                                position, n, static_cast<int>(FaultCode::ScatterIndex), value);

@@ -144,7 +144,7 @@ inline PlannedNode plan_node(const NodeSpec& spec, std::span<const DType> dtypes
         Kernel k = lowering_detail::elementwise_frame(spec, dtypes, id);
         k.body = write->body;
         k.count = write->count;
-        k.store_at = write->at;
+        k.store_at = write->position;
         k.store_count = product(spec.shape);
         p.update = std::move(k);
     } else if (auto custom = custom_kernel_for(spec, dtypes, id)) {
