@@ -51,6 +51,15 @@ std::size_t count_op(const Emulator& rt, std::string_view op) {
     }));
 }
 
+// How many nodes of the emulator's main program are kernels (all but inputs, outputs and constants).
+template <typename Emulator>
+std::size_t launches_of(const Emulator& rt) {
+    return static_cast<std::size_t>(std::count_if(rt.nodes().begin(), rt.nodes().end(), [](const ProgramNode& n) {
+        const OpSymbol kind = n.spec.kind;
+        return !(kind == symbol_of(OpKind::Input) || kind == symbol_of(OpKind::Output) || kind == symbol_of(OpKind::Constant));
+    }));
+}
+
 // `g` compiled for the printed-source emulator (the kernels the decode plan
 // picks, one of `ops` among them) and run on `inputs` matches the reference runtime on the same data.
 void check_printed_against_reference(Graph& g, const std::vector<std::pair<GraphTensor, HostBuffer>>& inputs,
@@ -172,13 +181,8 @@ TEST_CASE("an RMSNorm written as transformers writes it for one token, bf16 roun
     auto y = scaled.reshape({1, kHidden}).cast(DType::F32).matmul(projection.cast(DType::F32).t()).output();
 
     auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
-    std::size_t launches = 0;
-    for (const ProgramNode& node : printed.nodes()) {
-        const OpSymbol kind = node.spec.kind;
-        launches += !(kind == symbol_of(OpKind::Input) || kind == symbol_of(OpKind::Output) || kind == symbol_of(OpKind::Constant));
-    }
     CHECK_MESSAGE(count_op(printed, "cuda.Gemv") == 1, report.program.to_string());
-    CHECK_MESSAGE(launches == 1, report.program.to_string());
+    CHECK_MESSAGE(launches_of(printed) == 1, report.program.to_string());
 
     const auto xs = bf16_noise(kHidden, 41, 2.0), ws = bf16_noise(kHidden, 42), ps = bf16_noise(kOutputs * kHidden, 43, 0.5);
     double squares = 0;
@@ -236,6 +240,41 @@ TEST_CASE("SiLU(gate) * up written as transformers writes it for one token, resh
     }
 }
 
+// sdpa's output for one token as torch.compile hands it over: the attention's [kv heads, group, 1, D] rows
+// times the factor that zeroes fully masked rows (one value, broadcast), reshaped to [1, H, 1, D], rounded to
+// bf16 and widened for o_proj. The Gemv computes the product and both casts in its prologue, through the
+// reshape: no pass of its own. Checked against the same arithmetic in double with the bf16 rounding.
+TEST_CASE("sdpa's masked-row factor and bf16 rounding, read through a reshape, are the prologue of o_proj's Gemv") {
+    constexpr std::int64_t kKvHeads = 2, kGroup = 4, kDim = 16, kHidden = kKvHeads * kGroup * kDim, kOutputs = 24;
+    Graph g;
+    auto attention = g.named_tensor("attention", {kKvHeads, kGroup, 1, kDim});
+    auto factor = g.named_tensor("factor", {1, 1, 1, 1});
+    auto projection = g.named_tensor("projection", {kOutputs, kHidden}, DType::BF16);
+    auto scaled = attention * factor.expand({kKvHeads, kGroup, 1, kDim});
+    auto rounded = scaled.reshape({1, kKvHeads * kGroup, 1, kDim}).cast(DType::BF16);
+    auto y = rounded.reshape({1, kHidden}).cast(DType::F32).matmul(projection.cast(DType::F32).t()).output();
+
+    auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
+    CHECK_MESSAGE(count_op(printed, "cuda.Gemv") == 1, report.program.to_string());
+    CHECK_MESSAGE(launches_of(printed) == 1, report.program.to_string());
+
+    const auto as = noise(kHidden, 71, 3.0), ps = bf16_noise(kOutputs * kHidden, 72, 0.5);
+    for (const float held : {1.0f, 0.0f, 0.75f}) {
+        CAPTURE(held);
+        const auto got = run_on(printed, g, {{attention, as}, {factor, {held}}, {projection, ps}}, y);
+        REQUIRE(got.size() == static_cast<std::size_t>(kOutputs));
+        for (std::int64_t n = 0; n < kOutputs; ++n) {
+            double want = 0, magnitude = 0;
+            for (std::int64_t k = 0; k < kHidden; ++k) {
+                const double a = nearest_bf16(static_cast<double>(as[k]) * held) * ps[n * kHidden + k];
+                want += a;
+                magnitude += std::abs(a);
+            }
+            CHECK(std::abs(got[n] - want) <= 1e-5 * magnitude + 1e-6);
+        }
+    }
+}
+
 // transformers' StaticCache for one token, as torch.compile hands it over: the new k rows written into a
 // [1, heads, rows, dim] bf16 cache with index_put at `arange(1) + length`, the length a tensor read at run time
 // and wrapped as Python wraps a negative index; the translation's flat positions are an iota over the other
@@ -255,13 +294,8 @@ TEST_CASE("a cache row written at a length held in a tensor, as transformers' St
     auto written = ops::scatter(cache, offsets, k.cast(DType::BF16)).output();
 
     auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
-    std::size_t launches = 0;
-    for (const ProgramNode& node : printed.nodes()) {
-        const OpSymbol kind = node.spec.kind;
-        launches += !(kind == symbol_of(OpKind::Input) || kind == symbol_of(OpKind::Output) || kind == symbol_of(OpKind::Constant));
-    }
     CHECK_MESSAGE(count_op(printed, "cuda.WriteAt") == 1, report.program.to_string());
-    CHECK_MESSAGE(launches == 1, report.program.to_string());
+    CHECK_MESSAGE(launches_of(printed) == 1, report.program.to_string());
 
     const auto old_rows = bf16_noise(kHeads * kRows * kDim, 61), new_rows = noise(kHeads * kDim, 62);
     for (const std::int64_t held : {std::int64_t{5}, std::int64_t{-3}}) {

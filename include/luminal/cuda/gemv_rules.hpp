@@ -23,6 +23,7 @@ namespace luminal::egraph {
 inline constexpr cuda::GemvLayout kGemvLayouts[] = {{1, 4}, {2, 4}};
 inline constexpr std::size_t kMaxGemvWeights = 4;
 inline constexpr std::size_t kMaxGemvInputs = 12;  // a launch passes 16 arguments
+inline constexpr std::size_t kMaxPrologueArithmetic = 2;  // products and sums a prologue of an elementwise region recomputes
 
 namespace gemv_detail {
 
@@ -116,22 +117,27 @@ struct GemvAbsorbsPrologue {
         // Plain products only: the epilogue rule carries a prologue into the Gemvs it fuses.
         if (spec.payload_as<cuda::GemvOp>()->prologue || spec.payload_as<cuda::GemvOp>()->epilogue) return;
         // Of the activation's class, the row op that leaves the fewest of its inputs to other launches, then
-        // hoists the most per-row work; else each region of casts alone (the activation rounded to the weights'
-        // dtype, reaching back to different producers: the extraction weighs them). A region computing more
-        // would be recomputed by every block, and each prologue is one more Gemv for every epilogue the Gemv's
-        // consumers offer.
+        // hoists the most per-row work; else each region of casts and at most a few products and sums (the
+        // activation rounded to the weights' dtype, sdpa's factor for fully masked rows; reaching back to
+        // different producers: the extraction weighs them). A region computing more would be recomputed by
+        // every block, and each prologue is one more Gemv for every epilogue the Gemv's consumers offer.
         std::optional<ENodeId> row_op;
         std::vector<ENodeId> regions;
-        auto casts_only = [&](ENodeId n) {
+        auto light = [&](ENodeId n) {
             const auto& steps = ctx.spec(g, n).payload_as<FusedElementwiseOp>()->program->steps;
-            return std::all_of(steps.begin(), steps.end(), [](const FusedStep& s) { return s.kind == OpKind::Cast; });
+            std::size_t arithmetic = 0;
+            for (const FusedStep& s : steps) {
+                if (s.kind == OpKind::Add || s.kind == OpKind::Mul) ++arithmetic;
+                else if (s.kind != OpKind::Cast && s.kind != OpKind::Constant) return false;
+            }
+            return arithmetic <= kMaxPrologueArithmetic;
         };
         for (ENodeId r : g.class_nodes(g.find(g.children(m.node<"gemv">())[0]))) {
             if (!g.alive(r)) continue;
             const OpSymbol kind = ctx.spec(g, r).kind;
             if (kind == op_symbol<cuda::RowOp> && (!row_op || row_detail::consumer_rank(g, ctx, r) < row_detail::consumer_rank(g, ctx, *row_op)))
                 row_op = r;
-            if (kind == op_symbol<FusedElementwiseOp> && casts_only(r)) regions.push_back(r);
+            if (kind == op_symbol<FusedElementwiseOp> && light(r)) regions.push_back(r);
         }
         if (row_op) regions = {*row_op};
         // The view is tested after the class, which most often holds no producer to absorb.

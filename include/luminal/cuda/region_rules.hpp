@@ -55,24 +55,29 @@ struct Draft {
     }
 };
 
-// Appends `source`'s steps, its loads renumbered to `kids` and, when `at` is
-// set, evaluated at that step's value (a position) instead of the element:
-// loads at the element load there, index expressions take it as their index.
+// Appends step `s` of a body being copied: its operands renumbered by
+// `remap` (the copies of the steps before it), its loads to `kids` and, when
+// `at` is set, evaluated at that step's value (a position) instead of the
+// element: loads at the element load there, index expressions take it as
+// their index.
+inline std::uint16_t append_step(Draft& d, Step s, std::span<const std::uint16_t> remap, std::span<const ClassId> kids,
+                                 std::optional<std::uint16_t> at, const Expression& position) {
+    s.a = remap[s.a];
+    s.b = remap[s.b];
+    if (s.kind == StepKind::Load) {
+        s.input = d.child(kids[s.input]);
+        if (s.at != cuda::kAtElement) s.at = remap[static_cast<std::size_t>(s.at)];
+        else if (at) s.at = *at;
+    }
+    if (s.kind == StepKind::Index && at) s.index = s.index.substitute_index(position);
+    return d.body.add(std::move(s));
+}
+
+// Appends `source`'s steps (append_step) and returns the copy of its result.
 inline std::uint16_t append(Draft& d, const Body& source, std::span<const ClassId> kids, std::optional<std::uint16_t> at,
                             const Expression& position) {
     std::vector<std::uint16_t> remap(source.steps.size());
-    for (std::size_t j = 0; j < source.steps.size(); ++j) {
-        Step s = source.steps[j];
-        s.a = remap[s.a];
-        s.b = remap[s.b];
-        if (s.kind == StepKind::Load) {
-            s.input = d.child(kids[s.input]);
-            if (s.at != cuda::kAtElement) s.at = remap[static_cast<std::size_t>(s.at)];
-            else if (at) s.at = *at;
-        }
-        if (s.kind == StepKind::Index && at) s.index = s.index.substitute_index(position);
-        remap[j] = d.body.add(std::move(s));
-    }
+    for (std::size_t j = 0; j < source.steps.size(); ++j) remap[j] = append_step(d, source.steps[j], remap, kids, at, position);
     return remap.back();
 }
 

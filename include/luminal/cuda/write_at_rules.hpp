@@ -30,7 +30,7 @@ inline std::uint16_t append_computing_uniform(const EGraph& g, const HlirContext
                                               const Expression& position, int depth = 0) {
     std::vector<std::uint16_t> remap(source.steps.size());
     for (std::size_t j = 0; j < source.steps.size(); ++j) {
-        Step s = source.steps[j];
+        const Step& s = source.steps[j];
         const bool uniform = s.kind == StepKind::Load && s.at == cuda::kAtElement && !s.view.is_padded_or_masked() &&
                              !s.view.index_expression().uses_index();
         if (uniform && depth < kMaxUniformDepth) {
@@ -56,15 +56,7 @@ inline std::uint16_t append_computing_uniform(const EGraph& g, const HlirContext
                 continue;
             }
         }
-        s.a = remap[s.a];
-        s.b = remap[s.b];
-        if (s.kind == StepKind::Load) {
-            s.input = d.child(kids[s.input]);
-            if (s.at != cuda::kAtElement) s.at = remap[static_cast<std::size_t>(s.at)];
-            else if (at) s.at = *at;
-        }
-        if (s.kind == StepKind::Index && at) s.index = s.index.substitute_index(position);
-        remap[j] = d.body.add(std::move(s));
+        remap[j] = append_step(d, s, remap, kids, at, position);
     }
     return remap.back();
 }

@@ -218,15 +218,25 @@ struct FuseProducer {
     struct Producer {
         ENodeId node;
         bool through_view;
+        bool reshaped = false;  // its views put in the region's dims
     };
 
     // The producer of input (c, view) a region can absorb, if any. What the view
     // itself allows is worked out once, and only if a producer asks.
     static std::optional<Producer> producer(const EGraph& g, const HlirContext& ctx, ClassId c, const ShapeTracker& view,
                                             const Shape& shape) {
-        std::optional<bool> pads, in_order;
+        std::optional<bool> pads, in_order, reshaped;
         auto view_pads = [&] { return pads ? *pads : *(pads = has_padding(view)); };
         auto view_in_order = [&] { return in_order ? *in_order : *(in_order = view.is_contiguous() && view.dims() == shape); };
+        // Element z of the view is element z of the producer, size-1 axes at any stride (a reshape to [1, H, 1, D]).
+        auto view_reshapes_in_order = [&] {
+            return reshaped ? *reshaped : *(reshaped = reads_in_order(view) && product(view.dims()) == product(shape));
+        };
+        auto own_views_reshape = [&](const NodeSpec& ps) {
+            return std::all_of(ps.views.begin(), ps.views.end(), [&](const ShapeTracker& v) {
+                return v.dims() == view.dims() || v.reshape(view.dims()).has_value();
+            });
+        };
         for (ENodeId p : g.class_nodes(c)) {
             if (!g.alive(p)) continue;
             // The op is in the e-node's own record: most nodes are passed over without reading their spec.
@@ -236,6 +246,8 @@ struct FuseProducer {
             if ((ps.kind == sym(OpKind::Constant) || ps.kind == sym(OpKind::Iota)) && !view_pads()) return Producer{p, false};
             if (ps.kind != op_symbol<FusedElementwiseOp> || detail::region_program(ps).steps.size() != 1) continue;
             if (view_in_order()) return Producer{p, false};
+            // Its inputs are then read through its own views put in the region's dims.
+            if (view_reshapes_in_order() && own_views_reshape(ps)) return Producer{p, false, true};
             // A producer that reads each input element for element is the same function of its inputs read
             // through the view it is read through (a cast weight read broadcast over the rows): unless the view
             // pads, where the producer of zeros need not be zero.
@@ -256,7 +268,11 @@ struct FuseProducer {
             return Absorbed{{FusedStep{OpKind::Iota, 0, 0, ps.dtype, 0, ps.op.iota.substitute_index(view.index_expression())}}, {}};
         auto kids = g.children(p.node);
         std::vector<std::pair<ClassId, ShapeTracker>> inputs;
-        for (std::size_t k = 0; k < kids.size(); ++k) inputs.push_back({g.find(kids[k]), p.through_view ? view : ps.views[k]});
+        for (std::size_t k = 0; k < kids.size(); ++k) {
+            const ShapeTracker& own = ps.views[k];
+            const bool put_in_dims = p.reshaped && !(own.dims() == view.dims());
+            inputs.push_back({g.find(kids[k]), p.through_view ? view : put_in_dims ? *own.reshape(view.dims()) : own});
+        }
         return Absorbed{detail::region_program(ps).steps, std::move(inputs)};
     }
 
