@@ -229,10 +229,10 @@ struct FuseProducer {
         auto view_pads = [&] { return pads ? *pads : *(pads = has_padding(view)); };
         auto view_in_order = [&] { return in_order ? *in_order : *(in_order = view.is_contiguous() && view.dims() == shape); };
         // Element z of the view is element z of the producer, size-1 axes at any stride (a reshape to [1, H, 1, D]).
-        auto view_reshapes_in_order = [&] {
-            return reshaped ? *reshaped : *(reshaped = reads_in_order(view) && product(view.dims()) == product(shape));
-        };
+        auto view_reshapes_in_order = [&] { return reshaped ? *reshaped : *(reshaped = reads_in_order(view)); };
+        // The producer has as many elements as the view reads (not a slice of it) and its own views reshape.
         auto own_views_reshape = [&](const NodeSpec& ps) {
+            if (!(product(ps.shape) == product(view.dims()))) return false;
             return std::all_of(ps.views.begin(), ps.views.end(), [&](const ShapeTracker& v) {
                 return v.dims() == view.dims() || v.reshape(view.dims()).has_value();
             });
