@@ -205,6 +205,10 @@ private:
             executor_.run(*p.scatter, KernelBuffers{scatter_inputs, *target, dims});
             return;
         }
+        if (p.in_place_input) {
+            executor_.run(*p.kernel, KernelBuffers{inputs, inputs_.at(v.nodes[*p.in_place_input].spec.hlir), dims});
+            return;
+        }
         HostBuffer out(node.spec.dtype, static_cast<std::size_t>(n));
         if (p.custom) executor_.run(*p.custom, KernelBuffers{inputs, out, dims});
         else executor_.run(*p.kernel, KernelBuffers{inputs, out, dims});

@@ -103,12 +103,15 @@ struct Kernel {
     // element; the positions of distinct elements are distinct.
     std::optional<std::uint16_t> store_at;
     Expression store_count = 0;
+    // Elementwise only: this input is the output's own buffer, each element read
+    // where it is written (a carried state updated in place): neither is restrict.
+    std::optional<std::uint16_t> overwrites;
     std::uint32_t node = 0;  // program node, for error messages
 
     friend bool operator==(const Kernel& x, const Kernel& y) {
         return x.shape == y.shape && x.inputs == y.inputs && x.out == y.out && x.body == y.body && x.count == y.count &&
                x.fold == y.fold && x.extent == y.extent && x.inner == y.inner && x.strategy == y.strategy &&
-               x.stages == y.stages && x.store_at == y.store_at && x.store_count == y.store_count;
+               x.stages == y.stages && x.store_at == y.store_at && x.store_count == y.store_count && x.overwrites == y.overwrites;
     }
 };
 

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -308,14 +309,19 @@ inline void print_body(const Body& body, const std::string& index, ExpressionPri
 }
 
 // The kernel's parameters: out, the inputs, a scratch buffer where it keeps one, dims, fault and node.
-inline std::string signature(std::string_view entry, DType out, std::span<const DType> inputs, bool scratch = false) {
-    std::string params = fmt::format("{}* __restrict__ out", storage_type(out));
+// An input that is out's own buffer (`overwritten`) and out are not restrict.
+inline std::string signature(std::string_view entry, DType out, std::span<const DType> inputs, bool scratch = false,
+                             std::optional<std::uint16_t> overwritten = std::nullopt) {
+    auto qualifier = [](bool aliased) { return aliased ? "" : " __restrict__"; };
+    std::string params = fmt::format("{}*{} out", storage_type(out), qualifier(overwritten.has_value()));
     for (std::size_t i = 0; i < inputs.size(); ++i)
-        params += fmt::format(", const {}* __restrict__ in{}", storage_type(inputs[i]), i);
+        params += fmt::format(", const {}*{} in{}", storage_type(inputs[i]), qualifier(overwritten == i), i);
     if (scratch) params += ", float* __restrict__ scratch";
     return fmt::format("extern \"C\" __global__ void {}({}, const i64* __restrict__ dims, i64* fault, int node)", entry, params);
 }
-inline std::string signature(std::string_view entry, const Kernel& k) { return signature(entry, k.out, k.inputs); }
+inline std::string signature(std::string_view entry, const Kernel& k) {
+    return signature(entry, k.out, k.inputs, false, k.overwrites);
+}
 
 // A declaration bounding a kernel's blocks to kThreadsPerBlock threads with `min_blocks` of them resident per
 // SM, printed before a kernel every launch of which has that many threads. With one block, ptxas may give a

@@ -68,15 +68,59 @@ inline void replace_all(std::string& text, std::string_view from, std::string_vi
 
 }  // namespace group_detail
 
+// For each node, the nodes it must follow besides its sources: a carried
+// input's update (the node its Output carries back, reading the input) follows
+// the input's other readers, so it may write the input's buffer in place
+// (plan.hpp), unless one of them reads the update's result.
+inline std::vector<std::vector<std::uint32_t>> updates_after_readers(const Program& program) {
+    const auto& nodes = program.nodes;
+    std::vector<std::vector<std::uint32_t>> after(nodes.size());
+    for (auto [output, input] : carried_indices(program)) {
+        const std::uint32_t update = nodes[output].sources[0];
+        const auto& read = nodes[update].sources;
+        if (std::find(read.begin(), read.end(), input) == read.end()) continue;
+        std::vector<bool> downstream(nodes.size(), false);
+        downstream[update] = true;
+        std::vector<std::uint32_t> readers;
+        for (std::uint32_t n = update + 1; n < nodes.size(); ++n)
+            for (std::uint32_t s : nodes[n].sources) downstream[n] = downstream[n] || downstream[s];
+        for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+            const auto& sources = nodes[n].sources;
+            if (n == update || std::find(sources.begin(), sources.end(), input) == sources.end()) continue;
+            if (downstream[n]) {
+                readers.clear();
+                break;
+            }
+            readers.push_back(n);
+        }
+        after[update].insert(after[update].end(), readers.begin(), readers.end());
+    }
+    return after;
+}
+
 // `program` ordered by dependency depth (each node as early as its sources
-// allow, ties in program order), or unchanged when that raises the memory peak.
+// and updates_after_readers allow, ties in program order), or unchanged when
+// that raises the memory peak.
 inline Program schedule_for_groups(const Program& program) {
     const auto& nodes = program.nodes;
+    const std::vector<std::vector<std::uint32_t>> after = updates_after_readers(program);
     std::vector<std::uint32_t> depth(nodes.size(), 0), order(nodes.size()), original(nodes.size());
-    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        for (std::uint32_t s : nodes[n].sources) depth[n] = std::max(depth[n], depth[s] + 1);
-        order[n] = original[n] = n;
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) order[n] = original[n] = n;
+    // Sources come first in program order, the nodes an update follows need not: passes until depths settle.
+    // Depths that still change after as many passes as there are nodes come from updates that would each
+    // follow the other: the program keeps its order.
+    bool changed = true;
+    for (std::size_t pass = 0; changed && pass <= nodes.size(); ++pass) {
+        changed = false;
+        for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+            std::uint32_t d = 0;
+            for (std::uint32_t s : nodes[n].sources) d = std::max(d, depth[s] + 1);
+            for (std::uint32_t s : after[n]) d = std::max(d, depth[s] + 1);
+            changed = changed || d != depth[n];
+            depth[n] = d;
+        }
     }
+    if (changed) return program;
     std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return depth[a] < depth[b]; });
     DynMap dims = costing_dims(program.fixed_dims);
     if (order == original || group_detail::peak_bytes(program, order, dims) > 1.25 * group_detail::peak_bytes(program, original, dims) + 1e6)

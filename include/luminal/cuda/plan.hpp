@@ -49,22 +49,40 @@ struct Plan {
 
 namespace plan_detail {
 
+// Whether an elementwise kernel reads input `k` only at the element it writes: it may then write over it.
+inline bool reads_only_its_element(const Kernel& kernel, std::uint16_t k, const Expression& elements) {
+    if (kernel.shape != Kernel::Shape::Elementwise || kernel.store_at || !(kernel.count == elements)) return false;
+    return std::all_of(kernel.body.steps.begin(), kernel.body.steps.end(), [&](const Step& step) {
+        return step.kind != StepKind::Load || step.input != k ||
+               (step.at == kAtElement && step.view.is_contiguous() && product(step.view.dims()) == elements);
+    });
+}
+
+// A carried input's update writes the input's buffer, where nothing after it
+// reads the input: a Scatter or cuda.WriteAt (a KV cache step writes only its
+// new rows), or an elementwise kernel reading each element only where it
+// writes it (a cache length advanced by one), which then needs no copy back.
 inline void plan_in_place(const std::vector<ProgramNode>& nodes, Plan& plan) {
     for (auto [output, input] : plan.carried) {
         const ProgramNode& out = nodes[output];
         const std::uint32_t s = out.sources[0];
-        const ProgramNode& scatter = nodes[s];
+        const ProgramNode& update = nodes[s];
         const NodeSpec& in = nodes[input].spec;
-        const auto role = plan.nodes[s].role;
-        const bool writes_input = (role == PlannedNode::Role::Scatter || role == PlannedNode::Role::Update) && scatter.sources[0] == input &&
-                                  std::count(scatter.sources.begin(), scatter.sources.end(), input) == 1;
-        const bool in_place = writes_input && plan.last_use[input] == s &&
-                              scatter.spec.views[0].is_contiguous() && product(scatter.spec.views[0].dims()) == product(in.shape) &&
-                              scatter.spec.dtype == in.dtype && out.spec.dtype == in.dtype &&
-                              out.spec.views[0].is_contiguous() && product(scatter.spec.shape) == product(out.spec.shape);
-        if (!in_place) continue;
-        plan.nodes[s].in_place_input = input;
-        plan.nodes[s].kernel.reset();
+        PlannedNode& planned = plan.nodes[s];
+        const auto at = std::find(update.sources.begin(), update.sources.end(), input);
+        if (at == update.sources.end() || std::count(at, update.sources.end(), input) != 1 || plan.last_use[input] != s ||
+            update.spec.dtype != in.dtype || out.spec.dtype != in.dtype || !out.spec.views[0].is_contiguous() ||
+            !(product(update.spec.shape) == product(out.spec.shape)) || !(product(update.spec.shape) == product(in.shape)))
+            continue;
+        const std::uint16_t k = static_cast<std::uint16_t>(at - update.sources.begin());
+        const bool scatters = (planned.role == PlannedNode::Role::Scatter || planned.role == PlannedNode::Role::Update) && k == 0 &&
+                              update.spec.views[0].is_contiguous() && product(update.spec.views[0].dims()) == product(in.shape);
+        const bool elementwise = planned.role == PlannedNode::Role::Kernel && planned.kernel &&
+                                 reads_only_its_element(*planned.kernel, k, product(in.shape));
+        if (!scatters && !elementwise) continue;
+        planned.in_place_input = input;
+        if (scatters) planned.kernel.reset();  // the dest copy
+        else planned.kernel->overwrites = k;
         plan.nodes[output].aliases_source = true;
         plan.nodes[output].kernel.reset();
     }
