@@ -6,6 +6,19 @@
 
 namespace luminal::egraph {
 
+// A node's op, attributes, shape, dtype and the views other than contiguous, as a Graphviz label.
+inline std::string label_of(const NodeSpec& s) {
+    std::string text = fmt::format("{}\n{} {}", s.describe(), to_string(s.shape), name_of(s.dtype));
+    for (std::size_t k = 0; k < s.views.size(); ++k)
+        if (!s.views[k].is_contiguous()) text += fmt::format("\ninput {}: {}", k, s.views[k].to_string());
+    std::string label;
+    for (char ch : text) {
+        if (ch == '"' || ch == '\\') label += '\\';
+        label += ch == '\n' ? std::string("\\n") : std::string(1, ch);
+    }
+    return label;
+}
+
 inline std::string to_dot(const EGraph& g, const HlirContext& ctx) {
     std::string out = "digraph egraph {\n  compound=true;\n  node [shape=box, fontname=monospace];\n";
     std::vector<std::vector<ENodeId>> members(g.class_capacity());
@@ -14,7 +27,7 @@ inline std::string to_dot(const EGraph& g, const HlirContext& ctx) {
     for (ClassId c = 0; c < members.size(); ++c) {
         if (members[c].empty()) continue;
         out += fmt::format("  subgraph cluster_{} {{\n    label=\"class {}\"; style=dotted;\n", c, c);
-        for (ENodeId n : members[c]) out += fmt::format("    e{} [label=\"{}\"];\n", n, symbol_name(g.node(n).op));
+        for (ENodeId n : members[c]) out += fmt::format("    e{} [label=\"{}\"];\n", n, label_of(ctx.spec(g, n)));
         out += "  }\n";
     }
     for (ENodeId n = 0; n < g.total_nodes(); ++n) {
@@ -25,17 +38,13 @@ inline std::string to_dot(const EGraph& g, const HlirContext& ctx) {
             out += fmt::format("  e{} -> e{} [lhead=cluster_{}, label=\"{}\"];\n", n, members[k].front(), k, i);
         }
     }
-    (void)ctx;
     return out + "}\n";
 }
 
 inline std::string to_dot(const Program& p) {
     std::string out = "digraph program {\n  node [shape=box, fontname=monospace];\n";
     for (std::uint32_t i = 0; i < p.nodes.size(); ++i) {
-        const NodeSpec& s = p.nodes[i].spec;
-        std::string label = symbol_name(s.kind);
-        if (s.kind == symbol_of(OpKind::Input)) label += fmt::format(" {}", s.op.label);
-        out += fmt::format("  p{} [label=\"{}\\n{} {}\"];\n", i, label, to_string(s.shape), name_of(s.dtype));
+        out += fmt::format("  p{} [label=\"{}\"];\n", i, label_of(p.nodes[i].spec));
         for (std::uint32_t src : p.nodes[i].sources) out += fmt::format("  p{} -> p{};\n", src, i);
     }
     return out + "}\n";

@@ -54,6 +54,9 @@ struct NodeSpec {
     template <BackendOpType T>
     const T* payload_as() const { return op.payload_as<T>(); }
 
+    // The op and its attributes, as program.txt and the dumps' graphs show them.
+    std::string describe() const;
+
     bool operator==(const NodeSpec& o) const {
         return kind == o.kind && op == o.op && views == o.views && shape == o.shape && dtype == o.dtype && hlir == o.hlir;
     }
@@ -189,21 +192,24 @@ inline Program program_of(const Graph& graph) {
     return p;
 }
 
+inline std::string NodeSpec::describe() const {
+    std::string out = symbol_name(kind);
+    if (kind == symbol_of(OpKind::Input)) out += fmt::format(" {}", op.label);
+    if (kind == symbol_of(OpKind::Constant)) out += fmt::format(" {}", op.value);
+    if (kind == symbol_of(OpKind::Iota)) out += fmt::format(" {}", op.iota);
+    if (kind == symbol_of(OpKind::SumReduce) || kind == symbol_of(OpKind::MaxReduce)) out += fmt::format(" axis={}", op.axis);
+    if (op.payload) {
+        std::string attributes = op.payload->attributes();
+        if (!attributes.empty()) out += " " + attributes;
+    }
+    return out;
+}
+
 inline std::string Program::to_string() const {
     std::string out;
     for (std::uint32_t i = 0; i < nodes.size(); ++i) {
         const NodeSpec& s = nodes[i].spec;
-        out += fmt::format("%{} = {}", i, symbol_name(s.kind));
-        if (s.kind == symbol_of(OpKind::Input)) out += fmt::format(" {}", s.op.label);
-        if (s.kind == symbol_of(OpKind::Constant)) out += fmt::format(" {}", s.op.value);
-        if (s.kind == symbol_of(OpKind::Iota)) out += fmt::format(" {}", s.op.iota);
-        if (s.kind == symbol_of(OpKind::SumReduce) || s.kind == symbol_of(OpKind::MaxReduce))
-            out += fmt::format(" axis={}", s.op.axis);
-        if (s.op.payload) {
-            std::string attributes = s.op.payload->attributes();
-            if (!attributes.empty()) out += " " + attributes;
-        }
-        out += "(";
+        out += fmt::format("%{} = {}(", i, s.describe());
         for (std::size_t k = 0; k < nodes[i].sources.size(); ++k) {
             out += fmt::format("{}%{}", k ? ", " : "", nodes[i].sources[k]);
             if (!s.views[k].is_contiguous()) out += fmt::format(" {}", s.views[k].to_string());
