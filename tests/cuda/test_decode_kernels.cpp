@@ -240,6 +240,56 @@ TEST_CASE("SiLU(gate) * up written as transformers writes it for one token, resh
     }
 }
 
+// transformers' decoder layer for one token in a bf16 model: each product rounded to bf16, each residual sum
+// rounded to bf16, and the first sum read twice (by the next RMSNorm and by the next residual sum). The first
+// sum is the epilogue of the first Gemv, and the second Gemv reads it (RMSNorm in its prologue, the second sum
+// in its epilogue): two launches. Checked against the same arithmetic in double with bf16 rounding at the same points.
+TEST_CASE("residual sums rounded to bf16 as transformers writes them, one read twice, are the epilogues of the Gemvs") {
+    constexpr std::int64_t kHidden = 64;
+    constexpr double kEpsilon = 1e-5;
+    Graph g;
+    auto residual = g.named_tensor("residual", {1, 1, kHidden}, DType::BF16);
+    auto attended = g.named_tensor("attended", {1, kHidden}, DType::BF16);
+    auto o_weight = g.named_tensor("o_proj", {kHidden, kHidden}, DType::BF16);
+    auto norm_weight = g.named_tensor("norm", {kHidden}, DType::BF16);
+    auto down_weight = g.named_tensor("down", {kHidden, kHidden}, DType::BF16);
+    auto linear = [&](const GraphTensor& x, const GraphTensor& w) {
+        return x.cast(DType::F32).matmul(w.cast(DType::F32).t()).cast(DType::BF16).reshape({1, 1, kHidden});
+    };
+    auto round_sum = [](const GraphTensor& a, const GraphTensor& b) { return (a.cast(DType::F32) + b.cast(DType::F32)).cast(DType::BF16); };
+    auto first = round_sum(residual, linear(attended, o_weight));
+    auto h = first.cast(DType::F32);
+    auto normed = norm_weight.expand({1, 1, kHidden}) * (h * ((h * h).mean(-1, true) + kEpsilon).sqrt().recip()).cast(DType::BF16);
+    auto second = round_sum(first, linear(normed.reshape({1, kHidden}), down_weight)).output();
+
+    auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
+    CHECK_MESSAGE(count_op(printed, "cuda.Gemv") == 2, report.program.to_string());
+    CHECK_MESSAGE(launches_of(printed) == 2, report.program.to_string());
+
+    const auto rs = bf16_noise(kHidden, 61, 2.0), as = bf16_noise(kHidden, 62), os = bf16_noise(kHidden * kHidden, 63, 0.5),
+               ns = bf16_noise(kHidden, 64), ds = bf16_noise(kHidden * kHidden, 65, 0.5);
+    auto product = [&](const std::vector<double>& x, const std::vector<float>& w, std::int64_t n) {
+        double sum = 0;
+        for (std::int64_t k = 0; k < kHidden; ++k) sum += x[k] * w[n * kHidden + k];
+        return nearest_bf16(sum);
+    };
+    std::vector<double> attended_values(as.begin(), as.end()), first_values(kHidden), activation(kHidden);
+    double squares = 0;
+    for (std::int64_t n = 0; n < kHidden; ++n) {
+        first_values[n] = nearest_bf16(rs[n] + product(attended_values, os, n));
+        squares += first_values[n] * first_values[n];
+    }
+    const double inverse_rms = 1.0 / std::sqrt(squares / kHidden + kEpsilon);
+    for (std::int64_t k = 0; k < kHidden; ++k) activation[k] = nearest_bf16(ns[k] * nearest_bf16(first_values[k] * inverse_rms));
+    const auto got = run_on(printed, g, {{residual, rs}, {attended, as}, {o_weight, os}, {norm_weight, ns}, {down_weight, ds}}, second);
+    REQUIRE(got.size() == static_cast<std::size_t>(kHidden));
+    for (std::int64_t n = 0; n < kHidden; ++n) {
+        const double want = nearest_bf16(first_values[n] + product(activation, ds, n));
+        // Two bf16 steps either way: an f32 sum may round to the other neighbour of the double one, twice.
+        CHECK(std::abs(got[n] - want) <= std::abs(want) * (2.0 / 128) + 1e-6);
+    }
+}
+
 // sdpa's output for one token as torch.compile hands it over: the attention's [kv heads, group, 1, D] rows
 // times the factor that zeroes fully masked rows (one value, broadcast), reshaped to [1, H, 1, D], rounded to
 // bf16 and widened for o_proj. The Gemv computes the product and both casts in its prologue, through the

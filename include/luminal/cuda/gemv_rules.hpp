@@ -190,13 +190,16 @@ struct GemvAbsorbsEpilogue {
         std::vector<ClassId> region_kids;
         for (ClassId c : g.children(matched)) region_kids.push_back(g.find(c));
         // One fused Gemv per activation a Gemv input offers (each layout, with or without its prologue).
-        // Only plain products fuse: the region already holds every step a chain of epilogues would.
+        // Products fuse plain or with an epilogue of the product alone (rounded to bf16): a region grows
+        // into all its inputs at once, so a region reading the plain product may also compute another
+        // input (a residual rounded by the step before) that its own consumers already read. An epilogue
+        // reading other tensors is not taken: the region holds every step a chain of such epilogues would.
         std::vector<std::pair<ENodeId, std::vector<std::optional<ENodeId>>>> leads;  // each with its partner per input
         {
-            // The plain products of each input read whole, in class order: the leads, and where each lead's partners are.
+            // The products of each input read whole, in class order: the leads, and where each lead's partners are.
             // References into the specs: nothing is added before the last use.
             const NodeSpec& spec = ctx.spec(g, matched);
-            std::vector<std::vector<gemv_detail::GemvNode>> plain(region_kids.size());
+            std::vector<std::vector<gemv_detail::GemvNode>> products_of(region_kids.size());
             bool any = false;
             for (std::size_t i = 0; i < region_kids.size(); ++i)
                 for (ENodeId n : g.class_nodes(region_kids[i])) {
@@ -205,29 +208,30 @@ struct GemvAbsorbsEpilogue {
                     const NodeSpec& s = ctx.spec(g, n);
                     if (!same_row_layout(s.shape, spec.shape)) continue;
                     const cuda::GemvOp* op = s.payload_as<cuda::GemvOp>();
-                    if (!op->epilogue) plain[i].emplace_back(g, n, &s, op), any = true;
+                    if (!op->epilogue || g.children(n).size() == std::size_t{op->activation_inputs} + op->weights)
+                        products_of[i].emplace_back(g, n, &s, op), any = true;
                 }
             if (!any) return;
             // What follows is a function of these products (a product whose children change is stamped
             // again): most matches are found again for an e-node they do not read (a fused Gemv) and end here.
             std::vector<std::uint32_t> found(region_kids.begin(), region_kids.end());
-            for (const auto& products : plain) {
+            for (const auto& products : products_of) {
                 found.push_back(static_cast<std::uint32_t>(products.size()));
                 for (const gemv_detail::GemvNode& n : products) found.push_back(n.node), found.push_back(g.stamp_of(n.node));
             }
             if (ctx.read_before(kProductsRead, matched, std::move(found))) return;
             // The view is tested only where there is a product (most classes hold none): it builds expressions.
             for (std::size_t i = 0; i < region_kids.size(); ++i)
-                if (!plain[i].empty() && !reads_in_order(spec.views[i])) plain[i].clear();
+                if (!products_of[i].empty() && !reads_in_order(spec.views[i])) products_of[i].clear();
             std::vector<const gemv_detail::GemvNode*> lead_of;
-            for (const auto& products : plain)
+            for (const auto& products : products_of)
                 for (const gemv_detail::GemvNode& n : products) {
                     leads.push_back({n.node, std::vector<std::optional<ENodeId>>(region_kids.size())});
                     lead_of.push_back(&n);
                 }
             for (std::size_t k = 0; k < leads.size(); ++k)
                 for (std::size_t i = 0; i < region_kids.size(); ++i)
-                    for (const gemv_detail::GemvNode& n : plain[i])
+                    for (const gemv_detail::GemvNode& n : products_of[i])
                         if (n.activation == lead_of[k]->activation && gemv_detail::same_activation(g, *lead_of[k], n)) {
                             leads[k].second[i] = n.node;
                             break;
