@@ -8,6 +8,8 @@
 #include <luminal/luminal.hpp>
 #include <luminal/nn/step_floor.hpp>
 
+#include <optional>
+
 #include "../test_data.hpp"
 
 namespace luminal_test {
@@ -17,8 +19,10 @@ struct Llama8bDecodePlan {
     luminal::cuda::PlanReport report;
 };
 
-// `layers` of the config's (0: all of them); `read_sass`: compile every kernel to read its facts.
-inline Llama8bDecodePlan llama8b_decode_plan(std::size_t layers, bool read_sass, std::int64_t tokens = 1, std::int64_t cached = 1024) {
+// `layers` of the config's (0: all of them); `read_sass`: compile every kernel to read its facts; `quantized`:
+// every matrix kept in that block format, products rounding their activations to 8-bit blocks (as generate --quant).
+inline Llama8bDecodePlan llama8b_decode_plan(std::size_t layers, bool read_sass, std::int64_t tokens = 1, std::int64_t cached = 1024,
+                                             std::optional<luminal::QuantFormat> quantized = std::nullopt) {
     using namespace luminal;
     io::ModelConfig config = io::load_model_config(data_dir() / "configs" / "llama31_8b");
     if (layers > 0) config.layers.resize(layers);
@@ -29,6 +33,13 @@ inline Llama8bDecodePlan llama8b_decode_plan(std::size_t layers, bool read_sass,
     options.last_logits_only = true;
     options.sample_in_graph = true;
     options.narrow_activations = true;
+    if (quantized) {
+        options.q8_activations = true;
+        const nn::CausalLm unquantized = nn::build_causal_lm(config, options);
+        for (const nn::Parameter& p : unquantized.parameters.parameters())
+            if (p.shape.size() == 2 && p.computed.empty() && p.shape.back() % block_elements(*quantized) == 0)
+                options.quantized.emplace(p.name, *quantized);
+    }
     nn::CausalLm model = nn::build_causal_lm(config, options);
     CompileOptions compile;
     compile.verbosity = 0;

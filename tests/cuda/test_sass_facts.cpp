@@ -79,6 +79,29 @@ TEST_CASE("SASS facts of kernels whose shape is known: loads in flight, a serial
     CHECK(merged.main_loop_loads == 2);
     CHECK(merged.main_loop_bytes_in_flight == 32);
 
+    // A loop that issues its loads, then walks what they brought in a loop of shared-memory reads (a quantized
+    // GEMV's chunk loop): its own four loads are the main loop's, the nested loop's instructions are not its trip.
+    const cuda::SassFacts chunks = facts_of(R"(extern "C" __global__ __launch_bounds__(256, 1) void chunks(const float4* __restrict__ in, float* out, int n, int inner) {
+  __shared__ float4 stage[1024];
+  float acc = 0.0f;
+  #pragma unroll 1
+  for (int i = threadIdx.x; i + 768 < n; i += 1024) {
+    const float4 a = in[i], b = in[i + 256], c = in[i + 512], d = in[i + 768];
+    stage[threadIdx.x] = a, stage[threadIdx.x + 256] = b, stage[threadIdx.x + 512] = c, stage[threadIdx.x + 768] = d;
+    __syncthreads();
+    #pragma unroll 1
+    for (int j = 0; j < inner; ++j) {
+      const float4 v = stage[(threadIdx.x + 32 * j) & 1023];
+      acc += v.x * v.y + v.z * v.w;
+    }
+    __syncthreads();
+  }
+  out[threadIdx.x] = acc;
+})", "chunks");
+    CHECK(chunks.main_loop_loads == 4);
+    CHECK(chunks.main_loop_bytes_in_flight == 64);
+    CHECK(chunks.main_loop_instructions < chunks.instructions);
+
     // Each load's address comes from the one before: one load in flight per trip.
     const cuda::SassFacts chain = facts_of(R"(extern "C" __global__ void chain(const int* __restrict__ next, int* out, int steps) {
   int at = threadIdx.x;
@@ -258,5 +281,25 @@ TEST_CASE("the 8B shape's decode kernels as compiled: every GEMV issues all its 
     }
     CHECK(gemvs >= 2 * 3 + 1);  // q/k/v, o, gate/up and down per layer share launches; the LM head
     CHECK(attentions == 2);
+}
+
+TEST_CASE("the 8B shape's decode kernels with Q4_K weights as compiled: every quantized GEMV issues its chunk's weight loads "
+          "before the first use, none spills") {
+    REQUIRE_MESSAGE(cuda::sass_tools_available(), "cuobjdump and nvdisasm are needed (scripts/setup.sh installs them)");
+    const cuda::PlanReport report = luminal_test::llama8b_decode_plan(2, true, 1, 1024, QuantFormat::Q4_K).report;
+    CAPTURE(report.to_string());
+    int quantized = 0;
+    for (const cuda::PlanReportRow& row : report.rows) {
+        // Every product here is quantized: q/k/v's share a launch group, whose code is theirs.
+        if (row.op.find("QuantizedMatmul") == std::string::npos && !row.op.starts_with("group: cuda.Gemv")) continue;
+        CAPTURE(row.op);
+        REQUIRE(row.facts.has_value());
+        ++quantized;
+        // Four 16-byte loads a lane makes per chunk of blocks, where the loop staging the activation reads 4 bytes a trip.
+        CHECK(row.facts->main_loop_bytes_in_flight >= 64);
+        CHECK(row.work.dram_in_flight == row.facts->main_loop_bytes_in_flight);
+        CHECK(row.facts->stack_bytes == 0);
+    }
+    CHECK(quantized == 2 * 4 + 1);  // q/k/v, o, gate/up and down per layer; the LM head
 }
 #endif

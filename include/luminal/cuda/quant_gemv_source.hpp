@@ -39,6 +39,14 @@ inline std::string quant_walk_source(const QuantizedMatmulOp& quant, std::int64_
     const std::int64_t row_bytes = quantized_bytes(quant.format, 1, k), per_block = block_elements(quant.format) / kQuantBlock;
     // Whole blocks per chunk, leaving room for the 16-byte alignment below its start and above its end.
     const std::int64_t chunk_blocks = std::max<std::int64_t>((kQuantGemvStageBytes - 32) / block_bytes, 1);
+    // A vector past the matrices' last byte is read byte by byte. Where they fill whole vectors (every format
+    // at the models' sizes) none is: without that path each lane's LOADS vectors are issued back to back,
+    // where each sat beside a branch to the tail (and the SASS facts, read in address order, met the tail first).
+    const bool whole_vectors = (matrix_rows * row_bytes) % 16 == 0;
+    auto vector_load = [&](std::uint16_t input) {
+        return whole_vectors ? fmt::format("*reinterpret_cast<const uint4*>(in{} + at)", input)
+                             : fmt::format("at + 16 <= TOTAL ? *reinterpret_cast<const uint4*>(in{0} + at) : luminal_tail_vector(in{0} + at, TOTAL - at)", input);
+    };
     std::string code = fmt::format(
         "      {{\n      const i64 wr = {}, K = {}LL, G = {}LL, RB = {}LL, NB = {}LL, TOTAL = {}LL * RB;\n"
         "      constexpr int BB = {}, GPB = {}, CB = {}, LOADS = {}, TILE = {};\n"
@@ -52,7 +60,7 @@ inline std::string quant_walk_source(const QuantizedMatmulOp& quant, std::int64_
                             "        const i64 vectors = (wr * RB + b1 * BB - aligned + 15) >> 4;\n"
                             "        uint4 v[LOADS];\n        #pragma unroll\n        for (int u = 0; u < LOADS; ++u) {{\n"
                             "          const i64 i = lane + 32 * u, at = aligned + 16 * i;\n"
-                            "          if (i < vectors) v[u] = at + 16 <= TOTAL ? *reinterpret_cast<const uint4*>(in{1} + at) : luminal_tail_vector(in{1} + at, TOTAL - at);\n"
+                            "          if (i < vectors) v[u] = {1};\n"
                             "        }}\n        __syncwarp();\n        #pragma unroll\n        for (int u = 0; u < LOADS; ++u)\n"
                             "          if (lane + 32 * u < vectors) reinterpret_cast<uint4*>(stage)[lane + 32 * u] = v[u];\n"
                             "        __syncwarp();\n        const unsigned char* const blocks = stage + (start - aligned);\n"
@@ -60,7 +68,7 @@ inline std::string quant_walk_source(const QuantizedMatmulOp& quant, std::int64_
                             "        for (int u = lane; u < units; u += 32) {{\n"
                             "          const unsigned char* const block = blocks + (u / GPB) * BB;\n"
                             "          const int j = u % GPB;\n          const i64 group = (b0 + u / GPB) * GPB + j;\n",
-                            acc(j), inputs[j]);
+                            acc(j), vector_load(inputs[j]));
         if (q8)
             code += fmt::format("          #pragma unroll\n          for (int t = 0; t < TILE; ++t) {{\n          if (t >= tile) break;\n"
                                 "          {0}[t] += luminal_{1}_dot_q8(block, j, (const int*)(quants + t * K + group * 32), scales[t * G + group], sums[t * G + group]);\n"

@@ -186,14 +186,20 @@ inline SassFacts facts_of(const std::vector<Instruction>& all_code) {
             if (code[j].address == to) loops.emplace_back(j, i);
     }
     // The main loop: the one that streams, with the most bytes of 16-byte loads per trip (a merge or a
-    // prologue reading scalars is not it), then the most bytes, then the most instructions.
+    // prologue reading scalars is not it), then the most bytes, then the most instructions. A loop's trip is
+    // its own instructions, without those of the loops inside it: a quantized GEMV's chunk loop issues its
+    // weight loads, then walks the chunk in a loop of shared-memory reads.
     std::tuple<double, double, std::size_t> best{};
+    std::vector<Instruction> body;
     for (auto [first, last] : loops) {
-        const bool inner = std::none_of(loops.begin(), loops.end(), [&](auto other) {
-            return other != std::pair(first, last) && other.first >= first && other.second <= last;
-        });
-        if (!inner) continue;
-        const std::span<const Instruction> body(code.data() + first, last - first + 1);
+        body.clear();
+        for (std::size_t at = first; at <= last; ++at) {
+            const bool nested = std::any_of(loops.begin(), loops.end(), [&](auto other) {
+                return other != std::pair(first, last) && other.first >= first && other.second <= last && other.first <= at &&
+                       at <= other.second;
+            });
+            if (!nested) body.push_back(code[at]);
+        }
         int loads = 0;
         double bytes_per_trip = 0, vector_bytes = 0;
         for (const Instruction& i : body) {
@@ -276,7 +282,7 @@ inline std::optional<std::filesystem::path> tool_folder() {
 
 // The facts cache file's key: what the facts were read from. Its version changes with what parse() reads.
 inline std::string cache_key(std::span<const char> cubin, std::string_view entry) {
-    std::string key = fmt::format("luminal sass facts 5\n{}\n{}\n", entry, cubin.size());
+    std::string key = fmt::format("luminal sass facts 6\n{}\n{}\n", entry, cubin.size());
     key.append(cubin.data(), cubin.size());
     return key;
 }
