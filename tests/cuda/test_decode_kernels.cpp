@@ -363,6 +363,42 @@ TEST_CASE("a cache row written at a length held in a tensor, as transformers' St
     }
 }
 
+TEST_CASE("a cache length held in a tensor and advanced each step is written in place, after the cache write that reads it") {
+    // StaticCache's cumulative_length: the Output carrying length + 1 back would otherwise be a copy each step.
+    constexpr std::int64_t kRows = 8, kDim = 4;
+    Graph g;
+    auto cache = g.named_tensor("cache", {kRows, kDim}, DType::BF16);
+    auto length = g.named_tensor("length", {}, DType::I64);
+    auto k = g.named_tensor("k", {1, kDim});
+    auto offsets = g.iota(Expression::index(), {1, kDim}, DType::I64) + length.reshape({1, 1}).expand({1, kDim}) * kDim;
+    auto written = ops::scatter(cache, offsets, k.cast(DType::BF16)).output();
+    auto advanced = (length + g.constant(1, DType::I64)).output();
+    g.carry(written, cache);
+    g.carry(advanced, length);
+
+    auto [printed, report] = compile_with_report(g, luminal_test::PrintedSourceEmulator{}, decode_step());
+    CHECK_MESSAGE(printed.updates_in_place(advanced), report.program.to_string());
+    CHECK_MESSAGE(printed.updates_in_place(written), report.program.to_string());
+    const auto& plan = printed.plan();
+    CHECK(std::none_of(plan.carried.begin(), plan.carried.end(), [&](auto c) { return !plan.nodes[c.first].aliases_source; }));
+
+    printed.set_bytes(cache, host_buffer_to_bytes(buffer(DType::BF16, std::vector<float>(kRows * kDim, 0.0f))));
+    printed.set_data(length, std::vector<std::int64_t>{2});
+    const auto first = bf16_noise(kDim, 71), second = bf16_noise(kDim, 72);
+    for (const auto& row : {first, second}) {
+        printed.set_bytes(k, host_buffer_to_bytes(buffer(DType::F32, row)));
+        printed.execute(g.dyn_map());
+    }
+    CHECK(printed.get<std::int64_t>(advanced) == std::vector<std::int64_t>{4});
+    const auto rows = printed.get_f32(written);
+    for (std::int64_t r = 0; r < kRows; ++r)
+        for (std::int64_t d = 0; d < kDim; ++d) {
+            const std::size_t e = static_cast<std::size_t>(d);
+            const float want = r == 2 ? first[e] : r == 3 ? second[e] : 0.0f;
+            CHECK(rows[static_cast<std::size_t>(r * kDim + d)] == want);
+        }
+}
+
 // Over a bf16 cache the prompt kernel is the decode kernel's alternative: a wide GQA group of few keys may take it.
 TEST_CASE("flash-decoding attention: GQA groups, head sizes, cache dtypes, split and unsplit keys, one and several queries, "
           "more KV heads than one counter line holds") {
