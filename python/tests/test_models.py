@@ -1,7 +1,8 @@
 """Hugging Face causal LMs with random weights through torch.compile(backend="luminal"),
 transformers' eager forward as the oracle: the prefill logits, then 5 greedy decode steps
 with a StaticCache (its tensors written in place) compiled once, for Llama, Qwen3,
-Qwen3-MoE and Gemma 3 with eager and SDPA attention; and one layer of Llama-3-8B's width."""
+Qwen3-MoE and Gemma 3 with eager and SDPA attention; one layer of Llama-3-8B's width; and models
+loaded in bf16, against the f32 run of their rounded weights."""
 from __future__ import annotations
 
 import pytest
@@ -89,3 +90,32 @@ def test_one_layer_at_llama3_8b_width():
     with torch.no_grad():
         # 4096-wide f32 sums: a looser bound than the small models' 1e-5
         torch.testing.assert_close(compiled(ids).logits, model(ids).logits, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3", "gemma3"])
+def test_bf16_model_is_as_close_to_f32_as_transformers_bf16_run(family):
+    """A model loaded in bf16 (weights, activations and cache), with prompts of more rows than
+    the decode products take (so the prompt GEMMs run, on bf16 pairs where the CPU has
+    AVX512_BF16) and with one row. Two bf16 runs that round in different orders differ by about
+    what each moved from the exact result, so the oracle is the f32 run of the same rounded
+    weights: ours must be within 1.5x of transformers' own bf16 distance from it, and pick the
+    same greedy token wherever the f32 run's top-2 margin exceeds both distances."""
+    config = _config(family)
+    config.hidden_size, config.intermediate_size = 64, 128
+    model = _model(config, "sdpa").to(torch.bfloat16)
+    exact = _model(config, "sdpa")
+    exact.load_state_dict({name: value.float() for name, value in model.state_dict().items()})
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="luminal")
+    with torch.no_grad():
+        for length in (1, 24, 37):
+            ids = torch.randint(0, config.vocab_size, (1, length), generator=torch.Generator().manual_seed(length))
+            reference = exact(ids).logits
+            theirs = (model(ids).logits.float() - reference).abs().max().item()
+            ours_logits = compiled(ids).logits
+            assert ours_logits.dtype == torch.bfloat16
+            ours = (ours_logits.float() - reference).abs().max().item()
+            assert ours <= 1.5 * theirs + 1e-3, f"length {length}: ours {ours} from f32, transformers' bf16 {theirs}"
+            top2 = reference[0].topk(2, -1).values
+            clear = (top2[:, 0] - top2[:, 1]) > 2 * max(ours, theirs)
+            assert torch.equal(ours_logits[0].float().argmax(-1)[clear], reference[0].argmax(-1)[clear])

@@ -2,12 +2,13 @@
 eager and torch.compile (inductor), in one process: each path with its own StaticCache, the
 rounds run in turns, medians of the pooled samples, and the ratios of ours to each peer.
 The model is the benchmark suite's `python` configuration (a ~100M random-weight f32 Llama)
-or, with --model 1b, Llama-3.2-1B's shape (1.2B parameters, f32), or with --model tiny ten
+or, with --model 1b, Llama-3.2-1B's shape (1.2B parameters), or with --model tiny ten
 layers so narrow that a step is mostly the per-call overhead around the kernels, built in
-memory, so no C++ build is needed; the greedy ids of every path are compared.
+memory, so no C++ build is needed; the greedy ids of every path are compared. --dtype bf16
+builds the model's weights and cache in bf16, as a checkpoint saved in bf16 loads.
 
     python python/tools/compile_speed.py [--model 100m|1b|tiny] [--paths eager,inductor,luminal]
-        [--rounds 5] [--prompt 64] [--decode 16] [--threads 1] [--clock wall|cpu]
+        [--rounds 5] [--prompt 64] [--decode 16] [--threads 1] [--clock wall|cpu] [--dtype f32|bf16]
 
 --clock cpu times by this process's CPU time instead of the wall clock: on a machine that
 other work keeps busy, one thread's CPU time leaves out the time it waited for a core.
@@ -41,6 +42,7 @@ def main() -> None:
     parser.add_argument("--decode", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     # A fresh inductor cache, as the suite's torch worker uses: inductor compiles from scratch.
@@ -52,7 +54,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     config = LlamaConfig(**MODELS[args.model])
-    model = LlamaForCausalLM(config).eval()
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    model = LlamaForCausalLM(config).to(dtype).eval()
     prompt = torch.randint(0, config.vocab_size, (1, args.prompt))
     positions = torch.arange(args.prompt)
     paths = {}

@@ -124,6 +124,34 @@ TEST_CASE("cpu candidates: a bf16 weight widened for its matmul is read as store
     }
 }
 
+TEST_CASE("cpu candidates: bf16 activations times a bf16 weight, both widened for the matmul, are read as stored") {
+    for (std::int64_t rows : {1, 12, 40}) {
+        CAPTURE(rows);
+        luminal::Graph g;
+        auto x = g.named_tensor("x", {'s', 40}, DType::BF16);
+        auto w = g.named_tensor("w", {24, 40}, DType::BF16);
+        g.set_dim('s', rows);
+        std::vector<GraphTensor> outs{x.cast(DType::F32).matmul(w.cast(DType::F32).t()).silu().output()};
+        Tally t = check_candidates(g, outs, 20);
+        CHECK(t.with_matmul > 0);
+
+        egraph::HlirEGraph h;
+        egraph::build_egraph(g, h);
+        egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
+        const luminal::Program p = egraph::lower(
+            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}, h.roots), h.roots);
+        INFO(p.to_string());
+        bool both_narrow = false, cast = false;
+        for (const auto& n : p.nodes) {
+            cast |= n.spec.kind == luminal::symbol_of(luminal::OpKind::Cast);
+            if (n.spec.kind == luminal::op_symbol<luminal::MatmulOp>)
+                both_narrow |= p.nodes[n.sources[0]].spec.dtype == DType::BF16 && p.nodes[n.sources[1]].spec.dtype == DType::BF16;
+        }
+        CHECK(both_narrow);
+        CHECK_FALSE(cast);
+    }
+}
+
 TEST_CASE("cpu candidates: causal attention") {
     luminal::Graph g;
     Expression s = 's', z = Expression::index();

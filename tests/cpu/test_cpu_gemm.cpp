@@ -1,7 +1,8 @@
-// The f32 GEMM that reads B's rows in place (gemm.hpp), on every
-// instruction set this CPU runs, against a float64 triple loop: shapes with
-// partial panels and tiles, depths past one block of q, row strides that take
-// the copied-tile path, a transposed A, and a thread pool (whose results must
+// The GEMM that reads B's rows in place (gemm.hpp), f32 and 16-bit, on every
+// instruction set this CPU runs (bf16 pairs where it has AVX512_BF16),
+// against a float64 triple loop over the same values: shapes with partial
+// panels and tiles, depths past one block of q, row strides that take the
+// copied-tile path, a transposed A, and a thread pool (whose results must
 // equal the single-threaded ones bit for bit).
 #include <doctest/doctest.h>
 
@@ -83,6 +84,77 @@ TEST_CASE("the in-place f32 GEMM matches a float64 product on every instruction 
         if (!luminal::cpu::quant::supports(isa)) continue;
         for (const GemmCase& c : cases) check_gemm_case(isa, c, &pool);
     }
+}
+
+namespace {
+
+// bf16 or f16 bits of v's values, and those values back in f32.
+std::vector<std::uint16_t> narrowed(const std::vector<float>& v, luminal::DType dtype, std::vector<float>& values) {
+    std::vector<std::uint16_t> bits(v.size());
+    values.resize(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        bits[i] = dtype == luminal::DType::BF16 ? luminal::f32_to_bf16_bits(v[i]) : luminal::f32_to_f16_bits(v[i]);
+        values[i] = dtype == luminal::DType::BF16 ? luminal::bf16_bits_to_f32(bits[i]) : luminal::f16_bits_to_f32(bits[i]);
+    }
+    return bits;
+}
+
+void check_narrow_case(Isa isa, luminal::DType b_dtype, bool a_is_bf16, const GemmCase& c, luminal::cpu::ThreadPool* pool) {
+    CAPTURE(luminal::cpu::quant::name_of(isa));
+    CAPTURE(luminal::name_of(b_dtype));
+    CAPTURE(a_is_bf16);
+    CAPTURE(c.m);
+    CAPTURE(c.k);
+    CAPTURE(c.n);
+    CAPTURE(c.transposed_a);
+    CAPTURE(c.b_padding);
+    const std::int64_t ldb = c.k + c.b_padding;
+    std::vector<float> a = gemm_random(static_cast<std::size_t>(c.m * c.k), 3), b;
+    if (a_is_bf16) narrowed(std::vector<float>(a), luminal::DType::BF16, a);
+    const std::vector<std::uint16_t> b_bits = narrowed(gemm_random(static_cast<std::size_t>(c.n * ldb), 4), b_dtype, b);
+    const std::int64_t rs = c.transposed_a ? 1 : c.k, cs = c.transposed_a ? c.m : 1;
+
+    std::vector<float> got(static_cast<std::size_t>(c.m * c.n), NAN), single(got.size(), NAN);
+    luminal::cpu::gemm_detail::GemmScratch scratch;
+    luminal::cpu::gemm_detail::narrow_rowwise_gemm(isa, b_dtype, a_is_bf16, a.data(), c.m, c.k, rs, cs, b_bits.data(), c.n, ldb,
+                                                   single.data(), c.n, scratch, nullptr);
+    luminal::cpu::gemm_detail::narrow_rowwise_gemm(isa, b_dtype, a_is_bf16, a.data(), c.m, c.k, rs, cs, b_bits.data(), c.n, ldb,
+                                                   got.data(), c.n, scratch, pool);
+    for (std::int64_t i = 0; i < c.m; ++i)
+        for (std::int64_t j = 0; j < c.n; ++j) {
+            double want = 0, scale = 0;
+            for (std::int64_t q = 0; q < c.k; ++q) {
+                const double x = a[static_cast<std::size_t>(i * rs + q * cs)], w = b[static_cast<std::size_t>(j * ldb + q)];
+                want += x * w;
+                scale += std::fabs(x * w);
+            }
+            const float value = got[static_cast<std::size_t>(i * c.n + j)];
+            INFO("out[" << i << ", " << j << "] = " << value << ", want " << want);
+            REQUIRE(std::fabs(value - want) <= 1e-5 * scale + 1e-7);
+            REQUIRE(value == single[static_cast<std::size_t>(i * c.n + j)]);
+        }
+}
+
+}  // namespace
+
+TEST_CASE("the GEMM of 16-bit B read as stored matches a float64 product: widened tiles and bf16 pairs") {
+    const GemmCase cases[] = {
+        {9, 64, 5, false, 0},        // a partial panel and tile
+        {17, 770, 33, false, 6},     // depth past one block of q, padded B rows
+        {33, 2048, 48, false, 0},    // a model's stride (4 KiB of bf16)
+        {24, 50, 27, true, 0},       // A transposed
+        {12, 31, 17, false, 1},      // odd depth: the bf16 pairs do not apply, widened instead
+    };
+    luminal::cpu::ThreadPool pool(3);
+    for (Isa isa : {Isa::Avx2, Isa::Avx512Vnni}) {
+        if (!luminal::cpu::quant::supports(isa)) continue;
+        for (const GemmCase& c : cases) {
+            check_narrow_case(isa, luminal::DType::F16, false, c, &pool);
+            check_narrow_case(isa, luminal::DType::BF16, false, c, &pool);
+            check_narrow_case(isa, luminal::DType::BF16, true, c, &pool);
+        }
+    }
+    MESSAGE("bf16 pairs on this CPU: " << luminal::cpu::quant::supports_bf16_dot(Isa::Avx512Vnni));
 }
 
 TEST_CASE("the in-place f32 GEMM is not taken for one row, strided B columns, or the scalar kernels") {

@@ -63,6 +63,26 @@ struct MatmulReadsNarrowPrefix {
     }
 };
 
+// Matmul(Cast(a), b) where the Cast widens a 16-bit a, read whole and in
+// order, to f32: the Matmul reads a as stored (the CPU's Matmul widens it
+// exactly as the Cast does), so a bf16 model's activations stay bf16 and
+// gemm.hpp can multiply them as bf16 pairs. The weight's side is
+// lowering/rules.hpp's MatmulReadsNarrowOperand.
+struct MatmulReadsNarrowActivations {
+    static constexpr std::string_view name = "cpu.matmul-reads-narrow-activations";
+    using pattern = As<"gemm", Pat<op_symbol<MatmulOp>, As<"cast", Pat<sym(OpKind::Cast), Var<"a">>>, Var<"b">>>;
+    static bool guard(const EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        const NodeSpec& cast = ctx.spec(g, m.node<"cast">());
+        const DType stored = ctx.facts(g, m.var<"a">()).dtype;
+        return cast.dtype == DType::F32 && (stored == DType::BF16 || stored == DType::F16) && reads_whole(cast, 0);
+    }
+    static void apply(EGraph& g, HlirContext& ctx, const MatchOf<pattern>& m) {
+        NodeSpec gemm = ctx.spec(g, m.node<"gemm">());
+        ClassId children[] = {m.var<"a">(), m.var<"b">()};
+        g.merge(m.root(g), add_spec(g, ctx, std::move(gemm), children));
+    }
+};
+
 // Matmul(a, Dequantize(q)) with the weight read whole as b [rows, cols]: a
 // QuantizedMatmul that reads the blocks, with f32 activations, and (when the
 // weight allows it) with activations rounded to 8-bit blocks, from the blocks
@@ -130,7 +150,7 @@ struct CpuAttentionReads {
 };
 
 using CpuRules = concat_t<CoreRules, LoweringRules, ExpertRules,
-                          RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix, ArgsortFromRanks<>,
+                          RuleSet<MatmulOfDequantized, GatherOfDequantized, MatmulReadsNarrowPrefix, MatmulReadsNarrowActivations, ArgsortFromRanks<>,
                                   AttentionFromSoftmax<CpuAttentionReads>>>;
 
 }  // namespace luminal::egraph

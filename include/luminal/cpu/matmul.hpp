@@ -9,7 +9,9 @@
 // (attention's keys, a weight) or contiguous columns (attention's values),
 // 16-bit or f32 in several batches (or one f32 batch times one row of A where
 // Eigen is not vectorised), times at most few_rows::kMaxRows rows of A is read
-// in place (and widened on the fly) by few_rows.hpp's products;
+// in place (and widened on the fly) by few_rows.hpp's products, and a 16-bit B
+// with contiguous rows times more rows by gemm.hpp's (on bf16 pairs where A
+// was bf16 too);
 // integers use a wrapping triple loop.
 // GCC 12 warns, falsely, that the AVX-512 intrinsics Eigen uses under
 // -march=native may read uninitialised values (GCC bug 105593); the intrinsics
@@ -147,6 +149,16 @@ inline void widen_row(const std::uint16_t* src, std::int64_t n, float* dst) {
     for (; j < n; ++j) dst[j] = widen<D>(src[j]);
 }
 
+// Whether gemm.hpp's products run for m rows of depth k, B's rows contiguous.
+inline bool rowwise_gemm_applies([[maybe_unused]] quant::Isa isa, [[maybe_unused]] std::int64_t m,
+                                 [[maybe_unused]] std::int64_t k) {
+#ifdef LUMINAL_QUANT_X86
+    return gemm_detail::applies(isa, m, k, 1);
+#else
+    return false;
+#endif
+}
+
 // Eigen's GEMV is vectorised only as far as the compile flags allow. Built
 // without AVX2 (the tests, the Python extension: portable code), one row of A
 // times an f32 B runs few_rows.hpp's products, compiled for their own targets
@@ -186,10 +198,15 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     const bool b_rows = few && b_bound.axes[rank - 1].stride == 1;
     const bool b_columns = few && !b_rows && b_bound.axes[rank - 2].stride == 1;
     const bool few_rows_product = b_rows || b_columns;
-    BoundAxes B = few_rows_product ? b_bound
+    // More rows times a 16-bit B with contiguous rows (a prompt's weights):
+    // gemm.hpp's product reads B as stored, a tile at a time.
+    const bool narrow_in_place = floats && narrow_b && !few_rows_product && !b_bound.padded &&
+                                 b_bound.axes[rank - 1].stride == 1 &&
+                                 rowwise_gemm_applies(scratch.isa, A.axes[rank - 2].size, A.axes[rank - 1].size);
+    BoundAxes B = few_rows_product || narrow_in_place ? b_bound
                   : floats ? operand_axes(b_view, dims, b_dtype, b_src, b_dtype != DType::F32, scratch.b, b_data)
                            : operand_axes(b_view, dims, b_dtype, b_src, true, scratch.ib, b_data);
-    if (few_rows_product) b_data = b_src;
+    if (few_rows_product || narrow_in_place) b_data = b_src;
     const StridedAxis &am = A.axes[rank - 2], &ak = A.axes[rank - 1], &bn = B.axes[rank - 2], &bk = B.axes[rank - 1];
     const std::int64_t m = am.size, k = ak.size, n = bn.size;
     check(bk.size == k, "Matmul", "node {}: inner sizes differ ({} and {})", node, k, bk.size);
@@ -255,7 +272,14 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     for (std::int64_t bi = 0; bi < batches; ++bi) {
         std::int64_t pa = A.base, pb = B.base;
         for (std::size_t i = 0; i + 2 < rank; ++i) pa += c[i] * A.axes[i].stride, pb += c[i] * B.axes[i].stride;
-        if (floats) {
+        if (narrow_in_place) {
+#ifdef LUMINAL_QUANT_X86
+            const bool parallel = scratch.pool && scratch.pool->size() > 1 && m * n * k >= kParallelGemmWork;
+            gemm_detail::narrow_rowwise_gemm(scratch.isa, b_dtype, a_dtype == DType::BF16, reinterpret_cast<const float*>(a_data) + pa,
+                                             m, k, am.stride, ak.stride, reinterpret_cast<const std::uint16_t*>(b_data) + pb, n,
+                                             bn.stride, fout + bi * m * n, n, scratch.gemm, parallel ? scratch.pool : nullptr);
+#endif
+        } else if (floats) {
             auto* af = reinterpret_cast<const float*>(a_data);
             auto* bf = reinterpret_cast<const float*>(b_data);
             gemm(Slice{af + pa, m, k, am.stride, ak.stride}, Slice{bf + pb, n, k, bn.stride, bk.stride},

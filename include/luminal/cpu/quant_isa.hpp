@@ -50,6 +50,22 @@ inline bool supports(Isa isa) {
     return true;
 }
 
+// Whether this CPU multiplies bf16 pairs into f32 sums (AVX512_BF16's
+// vdpbf16ps; cpuid leaf 7, subleaf 1, EAX bit 5), on top of `isa`'s kernels:
+// only the AVX-512 ones use it, so a cap below them turns it off too.
+inline bool supports_bf16_dot(Isa isa) {
+#ifdef LUMINAL_QUANT_X86
+    static const bool bf16 = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
+    }();
+    return isa == Isa::Avx512Vnni && supports(isa) && bf16;
+#else
+    (void)isa;
+    return false;
+#endif
+}
+
 // The instruction set `name` names ("scalar", "avx2", "avx512vnni").
 inline Isa isa_named(std::string_view name, const char* where) {
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni})
@@ -74,6 +90,7 @@ inline Isa best_isa() {
 #ifdef LUMINAL_QUANT_X86
 #define LUMINAL_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define LUMINAL_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+#define LUMINAL_BF16_DOT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni,avx512bf16")))
 
 // The body of a product over weight rows [t.j_begin, t.j_end) in steps of STEP
 // (1, or a group of interleaved rows) and the activations in tiles of 4 rows
