@@ -95,6 +95,19 @@ TEST_CASE("cpu candidates: MLP (Matmul + fused activations)") {
     CHECK(t.with_fused > 0);
 }
 
+namespace {
+
+// The program the CPU's rules and the cost model choose for g.
+luminal::Program cost_model_choice(const luminal::Graph& g) {
+    egraph::HlirEGraph h;
+    egraph::build_egraph(g, h);
+    egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
+    return egraph::lower(
+        h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}, h.roots), h.roots);
+}
+
+}  // namespace
+
 TEST_CASE("cpu candidates: a bf16 weight widened for its matmul is read as stored") {
     for (std::int64_t rows : {1, 12}) {
         CAPTURE(rows);
@@ -107,11 +120,7 @@ TEST_CASE("cpu candidates: a bf16 weight widened for its matmul is read as store
         CHECK(t.with_matmul > 0);
 
         // The cost model's choice: the Matmul reads the bf16 input, and no Cast is left.
-        egraph::HlirEGraph h;
-        egraph::build_egraph(g, h);
-        egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
-        const luminal::Program p = egraph::lower(
-            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}, h.roots), h.roots);
+        const luminal::Program p = cost_model_choice(g);
         INFO(p.to_string());
         bool narrow_matmul = false, cast = false;
         for (const auto& n : p.nodes) {
@@ -135,11 +144,7 @@ TEST_CASE("cpu candidates: bf16 activations times a bf16 weight, both widened fo
         Tally t = check_candidates(g, outs, 20);
         CHECK(t.with_matmul > 0);
 
-        egraph::HlirEGraph h;
-        egraph::build_egraph(g, h);
-        egraph::saturate(h.graph, h.ctx, luminal::CpuRuntime::Rules{});
-        const luminal::Program p = egraph::lower(
-            h.graph, h.ctx, egraph::extract_min_cost(h.graph, h.ctx, luminal::costing_workloads({}, g.dyn_map()), luminal::CostModel{}, h.roots), h.roots);
+        const luminal::Program p = cost_model_choice(g);
         INFO(p.to_string());
         bool both_narrow = false, cast = false;
         for (const auto& n : p.nodes) {

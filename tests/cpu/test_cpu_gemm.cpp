@@ -33,25 +33,21 @@ std::vector<float> gemm_random(std::size_t n, std::uint32_t seed) {
     return v;
 }
 
-void check_gemm_case(Isa isa, const GemmCase& c, luminal::cpu::ThreadPool* pool) {
-    CAPTURE(luminal::cpu::quant::name_of(isa));
+// Runs product(out, pool) once alone and once on `pool`, and checks the result
+// against the float64 product of A (values a, strides rs and cs) and B's rows
+// (values b, row stride ldb), and the two runs against each other bit for bit.
+template <typename Product>
+void check_product(const GemmCase& c, const std::vector<float>& a, const std::vector<float>& b, luminal::cpu::ThreadPool* pool,
+                   const Product& product) {
     CAPTURE(c.m);
     CAPTURE(c.k);
     CAPTURE(c.n);
     CAPTURE(c.transposed_a);
     CAPTURE(c.b_padding);
-    const std::int64_t ldb = c.k + c.b_padding;
-    const std::vector<float> a = gemm_random(static_cast<std::size_t>(c.m * c.k), 1);
-    const std::vector<float> b = gemm_random(static_cast<std::size_t>(c.n * ldb), 2);
-    const std::int64_t rs = c.transposed_a ? 1 : c.k, cs = c.transposed_a ? c.m : 1;
-    REQUIRE(luminal::cpu::gemm_detail::applies(isa, c.m, c.k, 1));
-
+    const std::int64_t ldb = c.k + c.b_padding, rs = c.transposed_a ? 1 : c.k, cs = c.transposed_a ? c.m : 1;
     std::vector<float> got(static_cast<std::size_t>(c.m * c.n), NAN), single(got.size(), NAN);
-    luminal::cpu::gemm_detail::GemmScratch scratch;
-    luminal::cpu::gemm_detail::rowwise_gemm(isa, a.data(), c.m, c.k, rs, cs, b.data(), c.n, ldb, single.data(), c.n,
-                                            scratch, nullptr);
-    luminal::cpu::gemm_detail::rowwise_gemm(isa, a.data(), c.m, c.k, rs, cs, b.data(), c.n, ldb, got.data(), c.n,
-                                            scratch, pool);
+    product(single.data(), nullptr);
+    product(got.data(), pool);
     for (std::int64_t i = 0; i < c.m; ++i)
         for (std::int64_t j = 0; j < c.n; ++j) {
             double want = 0, scale = 0;
@@ -65,6 +61,18 @@ void check_gemm_case(Isa isa, const GemmCase& c, luminal::cpu::ThreadPool* pool)
             REQUIRE(std::fabs(value - want) <= 1e-5 * scale + 1e-7);
             REQUIRE(value == single[static_cast<std::size_t>(i * c.n + j)]);
         }
+}
+
+void check_gemm_case(Isa isa, const GemmCase& c, luminal::cpu::ThreadPool* pool) {
+    CAPTURE(luminal::cpu::quant::name_of(isa));
+    const std::int64_t ldb = c.k + c.b_padding, rs = c.transposed_a ? 1 : c.k, cs = c.transposed_a ? c.m : 1;
+    const std::vector<float> a = gemm_random(static_cast<std::size_t>(c.m * c.k), 1);
+    const std::vector<float> b = gemm_random(static_cast<std::size_t>(c.n * ldb), 2);
+    REQUIRE(luminal::cpu::gemm_detail::applies(isa, c.m, c.k, 1));
+    luminal::cpu::gemm_detail::GemmScratch scratch;
+    check_product(c, a, b, pool, [&](float* out, luminal::cpu::ThreadPool* on) {
+        luminal::cpu::gemm_detail::rowwise_gemm(isa, a.data(), c.m, c.k, rs, cs, b.data(), c.n, ldb, out, c.n, scratch, on);
+    });
 }
 
 }  // namespace
@@ -103,36 +111,15 @@ void check_narrow_case(Isa isa, luminal::DType b_dtype, bool a_is_bf16, const Ge
     CAPTURE(luminal::cpu::quant::name_of(isa));
     CAPTURE(luminal::name_of(b_dtype));
     CAPTURE(a_is_bf16);
-    CAPTURE(c.m);
-    CAPTURE(c.k);
-    CAPTURE(c.n);
-    CAPTURE(c.transposed_a);
-    CAPTURE(c.b_padding);
-    const std::int64_t ldb = c.k + c.b_padding;
+    const std::int64_t ldb = c.k + c.b_padding, rs = c.transposed_a ? 1 : c.k, cs = c.transposed_a ? c.m : 1;
     std::vector<float> a = gemm_random(static_cast<std::size_t>(c.m * c.k), 3), b;
     if (a_is_bf16) narrowed(std::vector<float>(a), luminal::DType::BF16, a);
     const std::vector<std::uint16_t> b_bits = narrowed(gemm_random(static_cast<std::size_t>(c.n * ldb), 4), b_dtype, b);
-    const std::int64_t rs = c.transposed_a ? 1 : c.k, cs = c.transposed_a ? c.m : 1;
-
-    std::vector<float> got(static_cast<std::size_t>(c.m * c.n), NAN), single(got.size(), NAN);
     luminal::cpu::gemm_detail::GemmScratch scratch;
-    luminal::cpu::gemm_detail::narrow_rowwise_gemm(isa, b_dtype, a_is_bf16, a.data(), c.m, c.k, rs, cs, b_bits.data(), c.n, ldb,
-                                                   single.data(), c.n, scratch, nullptr);
-    luminal::cpu::gemm_detail::narrow_rowwise_gemm(isa, b_dtype, a_is_bf16, a.data(), c.m, c.k, rs, cs, b_bits.data(), c.n, ldb,
-                                                   got.data(), c.n, scratch, pool);
-    for (std::int64_t i = 0; i < c.m; ++i)
-        for (std::int64_t j = 0; j < c.n; ++j) {
-            double want = 0, scale = 0;
-            for (std::int64_t q = 0; q < c.k; ++q) {
-                const double x = a[static_cast<std::size_t>(i * rs + q * cs)], w = b[static_cast<std::size_t>(j * ldb + q)];
-                want += x * w;
-                scale += std::fabs(x * w);
-            }
-            const float value = got[static_cast<std::size_t>(i * c.n + j)];
-            INFO("out[" << i << ", " << j << "] = " << value << ", want " << want);
-            REQUIRE(std::fabs(value - want) <= 1e-5 * scale + 1e-7);
-            REQUIRE(value == single[static_cast<std::size_t>(i * c.n + j)]);
-        }
+    check_product(c, a, b, pool, [&](float* out, luminal::cpu::ThreadPool* on) {
+        luminal::cpu::gemm_detail::narrow_rowwise_gemm(isa, b_dtype, a_is_bf16, a.data(), c.m, c.k, rs, cs, b_bits.data(), c.n, ldb,
+                                                       out, c.n, scratch, on);
+    });
 }
 
 }  // namespace

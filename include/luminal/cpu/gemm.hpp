@@ -19,6 +19,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "luminal/core/dtype.hpp"
@@ -193,11 +194,17 @@ void f32_tile(const float* panel, const float* b, std::int64_t stride, std::int6
     else tile_avx2(panel, b, stride, depth, c, ldc, rows, cols, accumulate);
 }
 
+// How B's values of dtype D are stored: f32, or the bits of a 16-bit float.
+template <DType D>
+using StoredAs = std::conditional_t<D == DType::F32, float, std::uint16_t>;
+
 // out[i * ldc + j] for i < m, j < n; A is m x k with strides (rs, cs); B's
-// rows j are b + j * ldb, contiguous; pool (or null) splits B's rows.
-template <quant::Isa I>
+// rows j are b + j * ldb, contiguous, of dtype D; pool (or null) splits B's
+// rows. A 16-bit B (bf16, f16) is widened as each tile's rows are copied per
+// block of q, so the matrix is read as stored and never converted whole.
+template <quant::Isa I, DType D>
 void rowwise_gemm_on(const float* a, std::int64_t m, std::int64_t k, std::int64_t rs, std::int64_t cs,
-                     const float* b, std::int64_t n, std::int64_t ldb, float* out, std::int64_t ldc,
+                     const StoredAs<D>* b, std::int64_t n, std::int64_t ldb, float* out, std::int64_t ldc,
                      GemmScratch& scratch, ThreadPool* pool) {
     constexpr std::int64_t width = kPanelRows<I>, tile_rows = kTileRows<I>;
     const std::int64_t panels = (m + width - 1) / width;
@@ -207,49 +214,24 @@ void rowwise_gemm_on(const float* a, std::int64_t m, std::int64_t k, std::int64_
     for_each_tile(n, k, tile_rows, pool, [&](std::int64_t t, std::int64_t q0, std::int64_t depth) {
         thread_local std::vector<float> copy;
         const std::int64_t j = t * tile_rows, cols = std::min(tile_rows, n - j);
-        const float* rows_of_b = b + j * ldb + q0;
-        std::int64_t stride = ldb;
-        if (cols < tile_rows || ldb % kAliasingStride == 0) {
+        const float* rows_of_b = nullptr;
+        std::int64_t stride = kCopyStride;
+        if constexpr (D == DType::F32)
+            if (cols == tile_rows && ldb % kAliasingStride != 0) rows_of_b = b + j * ldb + q0, stride = ldb;
+        if (!rows_of_b) {
             copy.resize(static_cast<std::size_t>(tile_rows * kCopyStride));
             for (std::int64_t i = 0; i < tile_rows; ++i) {
                 float* row = copy.data() + i * kCopyStride;
-                if (i < cols) std::memcpy(row, rows_of_b + i * ldb, static_cast<std::size_t>(depth) * sizeof(float));
-                else std::fill(row, row + depth, 0.0f);
+                const StoredAs<D>* stored = b + (j + i) * ldb + q0;
+                if (i >= cols) std::fill(row, row + depth, 0.0f);
+                else if constexpr (D == DType::F32) std::memcpy(row, stored, static_cast<std::size_t>(depth) * sizeof(float));
+                else widen<D>(stored, depth, row);
             }
             rows_of_b = copy.data();
-            stride = kCopyStride;
-            prefetch_tile(reinterpret_cast<const std::byte*>(b), sizeof(float), ldb, j + tile_rows, n, tile_rows, q0, depth);
+            prefetch_tile(reinterpret_cast<const std::byte*>(b), sizeof(StoredAs<D>), ldb, j + tile_rows, n, tile_rows, q0, depth);
         }
         for (std::int64_t p = 0; p < panels; ++p)
             f32_tile<I>(packed + (p * k + q0) * width, rows_of_b, stride, depth, out + p * width * ldc + j, ldc,
-                        std::min(width, m - p * width), cols, q0 > 0);
-    });
-}
-
-// The same product for 16-bit B (bf16 or f16): each tile's rows are widened
-// into a copy per block of q, so the matrix is read as stored and never
-// converted whole.
-template <quant::Isa I, DType D>
-void widening_gemm_on(const float* a, std::int64_t m, std::int64_t k, std::int64_t rs, std::int64_t cs,
-                      const std::uint16_t* b, std::int64_t n, std::int64_t ldb, float* out, std::int64_t ldc,
-                      GemmScratch& scratch, ThreadPool* pool) {
-    constexpr std::int64_t width = kPanelRows<I>, tile_rows = kTileRows<I>;
-    const std::int64_t panels = (m + width - 1) / width;
-    scratch.panels.resize(static_cast<std::size_t>(panels * width * k));
-    pack_panels(a, m, k, rs, cs, width, scratch.panels.data());
-    const float* packed = scratch.panels.data();
-    for_each_tile(n, k, tile_rows, pool, [&](std::int64_t t, std::int64_t q0, std::int64_t depth) {
-        thread_local std::vector<float> copy;
-        copy.resize(static_cast<std::size_t>(tile_rows * kCopyStride));
-        const std::int64_t j = t * tile_rows, cols = std::min(tile_rows, n - j);
-        for (std::int64_t i = 0; i < tile_rows; ++i) {
-            float* row = copy.data() + i * kCopyStride;
-            if (i < cols) widen<D>(b + (j + i) * ldb + q0, depth, row);
-            else std::fill(row, row + depth, 0.0f);
-        }
-        prefetch_tile(reinterpret_cast<const std::byte*>(b), sizeof(std::uint16_t), ldb, j + tile_rows, n, tile_rows, q0, depth);
-        for (std::int64_t p = 0; p < panels; ++p)
-            f32_tile<I>(packed + (p * k + q0) * width, copy.data(), kCopyStride, depth, out + p * width * ldc + j, ldc,
                         std::min(width, m - p * width), cols, q0 > 0);
     });
 }
@@ -303,9 +285,9 @@ inline void rowwise_gemm(quant::Isa isa, const float* a, std::int64_t m, std::in
                          std::int64_t cs, const float* b, std::int64_t n, std::int64_t ldb, float* out,
                          std::int64_t ldc, GemmScratch& scratch, ThreadPool* pool) {
     if (isa == quant::Isa::Avx512Vnni)
-        rowwise_gemm_on<quant::Isa::Avx512Vnni>(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
+        rowwise_gemm_on<quant::Isa::Avx512Vnni, DType::F32>(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
     else
-        rowwise_gemm_on<quant::Isa::Avx2>(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
+        rowwise_gemm_on<quant::Isa::Avx2, DType::F32>(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
 }
 
 // rowwise_gemm for a B of 16-bit floats (`b_dtype`: bf16 or f16) read as
@@ -318,8 +300,8 @@ inline void narrow_rowwise_gemm(quant::Isa isa, DType b_dtype, bool a_is_bf16, c
     if (a_is_bf16 && b_dtype == DType::BF16 && k % 2 == 0 && quant::supports_bf16_dot(isa))
         return bf16_dot_gemm(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
     auto run = [&]<quant::Isa I>() {
-        if (b_dtype == DType::BF16) widening_gemm_on<I, DType::BF16>(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
-        else widening_gemm_on<I, DType::F16>(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
+        if (b_dtype == DType::BF16) rowwise_gemm_on<I, DType::BF16>(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
+        else rowwise_gemm_on<I, DType::F16>(a, m, k, rs, cs, b, n, ldb, out, ldc, scratch, pool);
     };
     if (isa == quant::Isa::Avx512Vnni) run.template operator()<quant::Isa::Avx512Vnni>();
     else run.template operator()<quant::Isa::Avx2>();
