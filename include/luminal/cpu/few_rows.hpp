@@ -34,8 +34,8 @@
 
 namespace luminal::cpu::few_rows {
 
-// Rows of A at most that take these products; more rows amortise one f32 copy
-// of B, and a GEMM wins.
+// Rows of A at most that take these products; with more, gemm.hpp's tiles,
+// which reuse each piece of B for every row, win.
 inline constexpr std::int64_t kMaxRows = 8;
 // Positions of B per block.
 inline constexpr std::int64_t kBlock = 16;

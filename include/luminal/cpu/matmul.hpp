@@ -186,7 +186,7 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     // A few rows of A times a B with contiguous rows or columns, 16-bit (the
     // decode step's 16-bit weights and KV cache) or f32 in several batches (an
     // f32 cache's heads): few_rows.hpp's products read B as stored, widening
-    // as they go, split over the pool; otherwise B is copied to f32 if narrow.
+    // as they go, split over the pool.
     const BoundAxes b_bound(b_view, dims);
     std::int64_t batch_count = 1;
     for (std::size_t i = 0; i + 2 < rank; ++i) batch_count *= A.axes[i].size;
@@ -199,7 +199,8 @@ inline void matmul(DType a_dtype, const std::byte* a_src, const ShapeTracker& a_
     const bool b_columns = few && !b_rows && b_bound.axes[rank - 2].stride == 1;
     const bool few_rows_product = b_rows || b_columns;
     // More rows times a 16-bit B with contiguous rows (a prompt's weights):
-    // gemm.hpp's product reads B as stored, a tile at a time.
+    // gemm.hpp's product reads B as stored, a tile at a time. Any other
+    // 16-bit B is copied to f32 first.
     const bool narrow_in_place = floats && narrow_b && !few_rows_product && !b_bound.padded &&
                                  b_bound.axes[rank - 1].stride == 1 &&
                                  rowwise_gemm_applies(scratch.isa, A.axes[rank - 2].size, A.axes[rank - 1].size);
