@@ -307,11 +307,16 @@ struct Scratch {
 };
 
 // Asks for `length` elements of each batch's B at positions [p0, p1) (each
-// position `stride` elements further), position by position.
+// position `stride` elements further), position by position. Positions back
+// to back (a weight matrix) are one stream the hardware prefetchers follow:
+// asking for them too, a block's 64 KiB into L1, evicted the block being
+// computed (a 16-bit weight streamed at 15-17 GB/s on one thread with the
+// requests, 18-22 without, where a plain read reaches 21-24).
 template <DType D>
 void prefetch_block(const Batch* batches, std::int64_t count, std::int64_t p0, std::int64_t p1, std::int64_t stride,
                     std::int64_t length) {
 #ifdef LUMINAL_QUANT_X86
+    if (stride == length) return;
     const std::int64_t bytes = length * static_cast<std::int64_t>(size_of(D));
     for (std::int64_t p = p0; p < p1; ++p)
         for (std::int64_t t = 0; t < count; ++t) {
