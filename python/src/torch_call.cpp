@@ -196,11 +196,13 @@ private:
             if (nb::isinstance<Expression>(out.value)) return nb::int_(nb::cast<Expression>(out.value).eval(dims));
             return out.value;
         }
+        // State updated in place is the caller's tensor already: reading it out would copy the
+        // whole cache on every step.
+        if (out.carried_source && inputs_[*out.carried_source].in_place) return nb::borrow(args[*out.carried_source]);
         OwnedValues values = compiled_->values(*out.tensor);
         const std::size_t bytes = luminal::size_of(out.tensor->dtype()) * numel(values.shape);
         if (out.carried_source) {
             const Input& source = inputs_[*out.carried_source];
-            if (source.in_place) return nb::borrow(args[*out.carried_source]);
             if (source.own_data && source.own_bytes == bytes) {  // its new value copied into the caller's tensor
                 std::memcpy(source.own_data, values.data, bytes);
                 return nb::borrow(args[*out.carried_source]);
