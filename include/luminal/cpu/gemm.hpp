@@ -85,6 +85,34 @@ inline bool applies(quant::Isa isa, std::int64_t m, std::int64_t k, std::int64_t
     return isa != quant::Isa::Scalar && m >= kMinRows && k > 0 && b_cs == 1;
 }
 
+// The next tile's Rows rows of B, asked into L2 one line per step of a tile's
+// loop (line `step` is row step % Rows, 64 bytes at step / Rows), so the next
+// tile's copy finds them there. A tile's steps cover the next tile's lines
+// when a row's depth fills whole lines (bf16 pairs: 16 rows x 4 bytes per
+// step; f32 rows: 4 bytes each per step). Asked for all at once before the
+// tile, the requests queued behind each other and the copy still waited on
+// DRAM: one thread's m = 64 products at the 1B's shapes run 9-16% faster
+// spread out (bf16 pairs 175 GFLOP/s against 160, f32 93 against 80, medians).
+// The rows of a last, partial tile past B's end are asked for too: a prefetch
+// does not fault.
+template <std::int64_t Rows>
+struct NextTile {
+    const std::byte* first = nullptr;
+    std::int64_t row_bytes = 0, lines = 0;  // lines 0: nothing to ask for
+    [[gnu::always_inline]] void ask(std::int64_t step) const {
+        if (step < lines)
+            _mm_prefetch(reinterpret_cast<const char*>(first + (step % Rows) * row_bytes + step / Rows * 64), _MM_HINT_T1);
+    }
+};
+
+// The tile after Rows rows of B from row j, over [q0, q0 + depth); none past row n.
+template <std::int64_t Rows, typename T>
+NextTile<Rows> next_tile(const T* b, std::int64_t ldb, std::int64_t j, std::int64_t n, std::int64_t q0, std::int64_t depth) {
+    constexpr auto size = static_cast<std::int64_t>(sizeof(T));
+    return {reinterpret_cast<const std::byte*>(b + (j + Rows) * ldb + q0), ldb * size,
+            j + Rows < n ? Rows * ((depth * size + 63) / 64) : 0};
+}
+
 // A tile (one panel times ROWS rows of B) for both instruction sets: V is the
 // vector type, P its intrinsics' prefix, LANES its floats. B's rows are
 // addressed in groups of four (a base pointer plus 0-3 row strides), which
@@ -95,6 +123,7 @@ inline bool applies(quant::Isa isa, std::int64_t m, std::int64_t k, std::int64_t
     const float* groups[ROWS / 4];                                                        \
     for (int g = 0; g < ROWS / 4; ++g) groups[g] = b + 4 * g * ldb;                       \
     for (std::int64_t q = 0; q < k; ++q) {                                                \
+        next.ask(q);                                                                      \
         const V x = P##_loadu_ps(panel + q * LANES);                                      \
         _Pragma("GCC unroll 4") for (int g = 0; g < ROWS / 4; ++g) {                      \
             const float* p = groups[g] + q;                                               \
@@ -107,12 +136,14 @@ inline bool applies(quant::Isa isa, std::int64_t m, std::int64_t k, std::int64_t
     store_tile(sums, LANES, c, ldc, rows, cols, accumulate);
 
 LUMINAL_VNNI inline void tile_avx512(const float* panel, const float* b, std::int64_t ldb, std::int64_t k, float* c,
-                                     std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate) {
+                                     std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate,
+                                     const NextTile<16>& next) {
     LUMINAL_GEMM_TILE_BODY(__m512, _mm512, 16, 16)
 }
 
 LUMINAL_AVX2 inline void tile_avx2(const float* panel, const float* b, std::int64_t ldb, std::int64_t k, float* c,
-                                   std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate) {
+                                   std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate,
+                                   const NextTile<12>& next) {
     LUMINAL_GEMM_TILE_BODY(__m256, _mm256, 8, 12)
 }
 #undef LUMINAL_GEMM_TILE_BODY
@@ -121,7 +152,8 @@ LUMINAL_AVX2 inline void tile_avx2(const float* panel, const float* b, std::int6
 // and each B row's pair at q is broadcast as one 32-bit lane; each instruction
 // adds both products of a pair to the row's accumulator lanes.
 LUMINAL_BF16_DOT inline void tile_bf16_dot(const std::uint16_t* panel, const std::uint16_t* b, std::int64_t ldb, std::int64_t k,
-                                           float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate) {
+                                           float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate,
+                                           const NextTile<16>& next) {
     constexpr int kRows = 16, kLanes = 16;
     __m512 acc[kRows];
 #pragma GCC unroll 16
@@ -129,6 +161,7 @@ LUMINAL_BF16_DOT inline void tile_bf16_dot(const std::uint16_t* panel, const std
     const std::uint16_t* groups[kRows / 4];
     for (int g = 0; g < kRows / 4; ++g) groups[g] = b + 4 * g * ldb;
     for (std::int64_t q = 0; q < k; q += 2) {
+        next.ask(q / 2);
         const __m512bh x = (__m512bh)_mm512_loadu_si512(panel + q * kLanes);
 #pragma GCC unroll 4
         for (int g = 0; g < kRows / 4; ++g) {
@@ -159,18 +192,6 @@ LUMINAL_AVX2 inline void widen(const std::uint16_t* src, std::int64_t n, float* 
     for (; j < n; ++j) dst[j] = D == DType::BF16 ? bf16_bits_to_f32(src[j]) : f16_bits_to_f32(src[j]);
 }
 
-// Asks for B's rows [j, j + tile_rows) (those below n) over [q0, q0 + depth)
-// to be brought into L2: issued for the next tile before this one is
-// multiplied, so the next copy finds them there instead of waiting on DRAM.
-inline void prefetch_tile(const std::byte* b, std::size_t element_bytes, std::int64_t ldb, std::int64_t j, std::int64_t n,
-                          std::int64_t tile_rows, std::int64_t q0, std::int64_t depth) {
-    const auto row_bytes = static_cast<std::int64_t>(element_bytes) * ldb, span = static_cast<std::int64_t>(element_bytes) * depth;
-    for (std::int64_t i = j; i < std::min(n, j + tile_rows); ++i) {
-        const std::byte* row = b + i * row_bytes + static_cast<std::int64_t>(element_bytes) * q0;
-        for (std::int64_t at = 0; at < span; at += 64) _mm_prefetch(reinterpret_cast<const char*>(row + at), _MM_HINT_T1);
-    }
-}
-
 // Runs tile(t, q0, depth) for every tile of B's n rows (tile_rows each) in
 // every block of q, the tiles split over the pool (or null).
 template <typename Tile>
@@ -189,9 +210,9 @@ void for_each_tile(std::int64_t n, std::int64_t k, std::int64_t tile_rows, Threa
 // The tile of I's kernel: one panel times a tile of B's rows, read at `stride`.
 template <quant::Isa I>
 void f32_tile(const float* panel, const float* b, std::int64_t stride, std::int64_t depth, float* c, std::int64_t ldc,
-              std::int64_t rows, std::int64_t cols, bool accumulate) {
-    if constexpr (I == quant::Isa::Avx512Vnni) tile_avx512(panel, b, stride, depth, c, ldc, rows, cols, accumulate);
-    else tile_avx2(panel, b, stride, depth, c, ldc, rows, cols, accumulate);
+              std::int64_t rows, std::int64_t cols, bool accumulate, const NextTile<kTileRows<I>>& next) {
+    if constexpr (I == quant::Isa::Avx512Vnni) tile_avx512(panel, b, stride, depth, c, ldc, rows, cols, accumulate, next);
+    else tile_avx2(panel, b, stride, depth, c, ldc, rows, cols, accumulate, next);
 }
 
 // How B's values of dtype D are stored: f32, or the bits of a 16-bit float.
@@ -228,11 +249,11 @@ void rowwise_gemm_on(const float* a, std::int64_t m, std::int64_t k, std::int64_
                 else widen<D>(stored, depth, row);
             }
             rows_of_b = copy.data();
-            prefetch_tile(reinterpret_cast<const std::byte*>(b), sizeof(StoredAs<D>), ldb, j + tile_rows, n, tile_rows, q0, depth);
         }
+        const auto next = next_tile<tile_rows>(b, ldb, j, n, q0, depth);
         for (std::int64_t p = 0; p < panels; ++p)
             f32_tile<I>(packed + (p * k + q0) * width, rows_of_b, stride, depth, out + p * width * ldc + j, ldc,
-                        std::min(width, m - p * width), cols, q0 > 0);
+                        std::min(width, m - p * width), cols, q0 > 0, p == 0 ? next : NextTile<tile_rows>{});
     });
 }
 
@@ -274,10 +295,10 @@ inline void bf16_dot_gemm(const float* a, std::int64_t m, std::int64_t k, std::i
             if (i < cols) std::memcpy(row, b + (j + i) * ldb + q0, static_cast<std::size_t>(depth) * sizeof(std::uint16_t));
             else std::fill(row, row + depth, std::uint16_t{0});
         }
-        prefetch_tile(reinterpret_cast<const std::byte*>(b), sizeof(std::uint16_t), ldb, j + tile_rows, n, tile_rows, q0, depth);
+        const auto next = next_tile<tile_rows>(b, ldb, j, n, q0, depth);
         for (std::int64_t p = 0; p < panels; ++p)
             tile_bf16_dot(packed + (p * k + q0) * width, copy.data(), kCopyStride, depth, out + p * width * ldc + j, ldc,
-                          std::min(width, m - p * width), cols, q0 > 0);
+                          std::min(width, m - p * width), cols, q0 > 0, p == 0 ? next : NextTile<tile_rows>{});
     });
 }
 
